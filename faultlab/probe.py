@@ -1,0 +1,178 @@
+# Child side of the boundary protocol (docs/probe-protocol.md).
+#
+# This is the only faultlab module the runtime imports from outside
+# `faultlab.runtime`.  It owns the names of the boundaries, the environment
+# variables that attach a child to the lab, the report pipe (one JSON line per
+# boundary or fact) and parking at the armed occurrence.  Not under the lab,
+# `PROBE.enabled` is False and a call site costs one attribute check:
+#
+#     if PROBE.enabled:
+#         PROBE.reach("tool/durable", callId=call_id)
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "BOUNDARIES",
+    "ENV_ARM",
+    "ENV_FDS",
+    "EXIT_LAB_GONE",
+    "FAULTS",
+    "PROBE",
+    "Probe",
+    "ProbeError",
+    "parse_occurrence",
+]
+
+BOUNDARIES = (
+    "turn/started",
+    "request/logged",
+    "request/durable",
+    "model/chunk",
+    "assistant/recorded",
+    "tool/logged",
+    "tool/durable",
+    "tool/effect",
+    "tool/returned",
+    "step/logged",
+    "step/durable",
+    "turn/logged",
+    "turn/durable",
+    "flush/written",
+    "repair/logged",
+    "repair/durable",
+)
+
+FAULTS = (
+    "sigkill",
+    "power-loss",
+    "torn-write",
+    "io-error",
+    "cancel-in-checkpoint",
+    "sigterm",
+    "crash-in-repair",
+    "second-writer",
+)
+
+# "REPORT_FD,REPLY_FD": the child writes reports to the first, reads replies
+# from the second.  Both are inherited pipe ends.
+ENV_FDS = "FAULTLAB_PROBE_FDS"
+# "name#n": the occurrence at which the child parks and waits for a reply.
+ENV_ARM = "FAULTLAB_ARM"
+
+# Exit status of a child whose lab went away (its reply pipe closed).
+EXIT_LAB_GONE = 70
+
+
+class ProbeError(ValueError):
+    """The probe environment or a kill point is malformed."""
+
+
+def parse_occurrence(text: str) -> tuple[str, int]:
+    """Split ``"tool/durable#2"`` into ``("tool/durable", 2)``; ``#1`` is implied."""
+    name, sep, count = text.partition("#")
+    if name not in BOUNDARIES:
+        raise ProbeError(f"unknown boundary {name!r} (known: {', '.join(BOUNDARIES)})")
+    if not sep:
+        return name, 1
+    if not count.isdigit() or int(count) < 1:
+        raise ProbeError(f"occurrence number in {text!r} must be a whole number >= 1")
+    return name, int(count)
+
+
+class Probe:
+    """Reports boundaries to the lab and parks at the armed occurrence."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self._report_fd = -1
+        self._reply_fd = -1
+        self._armed: tuple[str, int] | None = None
+        self._counts: dict[str, int] = {}
+        self._replies: queue.Queue[dict[str, Any]] = queue.Queue()
+
+    def attach_from_environ(self, environ: Mapping[str, str] | None = None) -> bool:
+        """Attach to the lab if the environment names probe pipes; return whether attached."""
+        env = os.environ if environ is None else environ
+        fds = env.get(ENV_FDS)
+        if not fds:
+            return False
+        try:
+            report_text, reply_text = fds.split(",")
+            report_fd, reply_fd = int(report_text), int(reply_text)
+        except ValueError:
+            raise ProbeError(f"{ENV_FDS}={fds!r}: expected 'REPORT_FD,REPLY_FD'") from None
+        armed = env.get(ENV_ARM)
+        self.attach(report_fd, reply_fd, armed=parse_occurrence(armed) if armed else None)
+        return True
+
+    def attach(self, report_fd: int, reply_fd: int, *, armed: tuple[str, int] | None) -> None:
+        self._report_fd = report_fd
+        self._reply_fd = reply_fd
+        self._armed = armed
+        self._counts = {}
+        # One daemon thread owns the reply pipe: it hands replies to a parked
+        # main thread, and when the pipe closes (the lab died) it ends the
+        # process at once, parked or not, so no child outlives its lab.
+        watcher = threading.Thread(target=self._watch_replies, name="faultlab-probe", daemon=True)
+        watcher.start()
+        self.enabled = True
+
+    def reach(self, boundary: str, **facts: Any) -> None:
+        """Report one occurrence of `boundary`; park there if it is the armed one."""
+        n = self._counts.get(boundary, 0) + 1
+        self._counts[boundary] = n
+        armed = self._armed == (boundary, n)
+        message: dict[str, Any] = {"boundary": boundary, "n": n, **facts}
+        if armed:
+            message["parked"] = True
+        self._send(message)
+        if armed:
+            self._park()
+
+    def fact(self, kind: str, **facts: Any) -> None:
+        """Report a fact that is not a kill point (writes, fsyncs, flush results)."""
+        self._send({"fact": kind, **facts})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        line = orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
+        try:
+            written = 0
+            while written < len(line):
+                written += os.write(self._report_fd, line[written:])
+        except OSError:
+            os._exit(EXIT_LAB_GONE)
+
+    def _park(self) -> None:
+        while True:
+            reply = self._replies.get()
+            if reply.get("action") == "continue":
+                return
+
+    def _watch_replies(self) -> None:
+        buffer = b""
+        while True:
+            try:
+                data = os.read(self._reply_fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                os._exit(EXIT_LAB_GONE)
+            buffer += data
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                try:
+                    reply = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(reply, dict):
+                    self._replies.put(reply)
+
+
+PROBE = Probe()

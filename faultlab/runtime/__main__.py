@@ -1,0 +1,114 @@
+# Child entry point: `python -m faultlab.runtime SCENARIO --session-dir DIR
+# [--resume]` runs a scenario to completion (or repairs and resumes a crashed
+# session).  It is what the lab spawns, and it is usable by hand: it narrates
+# on stderr.  Exit codes: 0 completed, 2 usage or scenario error, 3 internal
+# error, 4 corrupt session log, 5 session locked by another writer,
+# 6 a checkpoint could not be made durable (stopped fail-closed),
+# 7 stopped gracefully by SIGTERM/SIGINT.
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import traceback
+
+from faultlab.probe import PROBE, ProbeError
+from faultlab.runtime import EXIT_CODES
+from faultlab.runtime.app import SessionRunner
+from faultlab.runtime.backends import (
+    SessionCorruptError,
+    SessionExistsError,
+    SessionLockedError,
+    SessionMissingError,
+)
+from faultlab.runtime.checkpoints import POLICIES
+from faultlab.runtime.persistence import FlushError
+from faultlab.scenario import ScenarioError, load_scenario
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m faultlab.runtime",
+        description="Run a faultlab scenario on the reference agent runtime.",
+    )
+    parser.add_argument("scenario", help="scenario file (TOML)")
+    parser.add_argument("--session-dir", required=True, help="directory of the session log")
+    parser.add_argument(
+        "--resume", action="store_true", help="repair and continue the session in --session-dir"
+    )
+    parser.add_argument(
+        "--ledger", help="world ledger file (default: SESSION_DIR/world-ledger.jsonl)"
+    )
+    parser.add_argument("--policy", choices=sorted(POLICIES), help="override the scenario's policy")
+    parser.add_argument("--session-id", help="id of a new session (default: random)")
+    parser.add_argument("--quiet", action="store_true", help="print only errors")
+    return parser
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _error(text: str) -> None:
+    print(f"faultlab.runtime: error: {text}", file=sys.stderr, flush=True)
+
+
+async def _run(runner: SessionRunner) -> int:
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, runner.request_stop, signal.Signals(signum).name)
+    outcome = await runner.run()
+    if outcome.reason == "cancelled":
+        _say(
+            f"stopped: {runner.agent.cancel.reason if runner.agent else 'stop'}; "
+            "closing events persisted"
+        )
+        return EXIT_CODES["stopped"]
+    _say(f"done: {outcome.turns} turn(s), log {outcome.log_path}")
+    return EXIT_CODES["ok"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        PROBE.attach_from_environ()
+        scenario = load_scenario(args.scenario)
+    except (ScenarioError, ProbeError) as exc:
+        _error(str(exc))
+        return EXIT_CODES["usage"]
+    runner = SessionRunner(
+        scenario,
+        args.session_dir,
+        resume=args.resume,
+        ledger_path=args.ledger,
+        policy=args.policy,
+        session_id=args.session_id,
+        say=(lambda _text: None) if args.quiet else _say,
+    )
+    try:
+        return asyncio.run(_run(runner))
+    except SessionCorruptError as exc:
+        _error(str(exc))
+        return EXIT_CODES["corrupt"]
+    except SessionLockedError as exc:
+        _error(str(exc))
+        return EXIT_CODES["locked"]
+    except (SessionExistsError, SessionMissingError) as exc:
+        _error(str(exc))
+        return EXIT_CODES["usage"]
+    except FlushError as exc:
+        _error(f"stopped fail-closed: {exc}")
+        return EXIT_CODES["persistence"]
+    except OSError as exc:
+        _error(f"{exc.filename or ''}: {exc.strerror or exc}")
+        return EXIT_CODES["persistence"]
+    except Exception:
+        traceback.print_exc()
+        return EXIT_CODES["internal"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

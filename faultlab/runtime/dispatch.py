@@ -1,0 +1,183 @@
+# Tool dispatch for one step: every call passes the `tools/execute` chain;
+# runs of consecutive parallel-safe calls share a bounded pool, other calls
+# run alone; results are recorded in the model's order as soon as every
+# earlier result is recorded.  Nested calls (a body calling a tool) go through
+# the same chain and carry their parent's call id.
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from faultlab.probe import PROBE
+from faultlab.runtime.calls import ToolCall, ToolResult, aborted_before_dispatch
+from faultlab.runtime.cancel import CancelToken
+from faultlab.runtime.events import TOOL_CALL, TOOL_RESULT, Event
+from faultlab.runtime.host import TOOLS_EXECUTE, Host
+from faultlab.runtime.tools import ScriptedTools
+
+__all__ = ["Recorder", "ToolDispatcher"]
+
+Recorder = Callable[[str, dict[str, Any]], Awaitable[Event]]
+
+
+class ToolDispatcher:
+    """Dispatches the tool calls of assistant messages."""
+
+    def __init__(
+        self,
+        *,
+        host: Host,
+        tools: ScriptedTools,
+        record: Recorder,
+        cancel: CancelToken,
+        pool_size: int,
+    ) -> None:
+        self._host = host
+        self._tools = tools
+        self._record = record
+        self._cancel = cancel
+        self._pool = asyncio.Semaphore(pool_size)
+        self._nested_counts: dict[str, int] = {}
+        self._call_seqs: dict[str, int] = {}  # call id -> seq of its tool/call event
+
+    async def dispatch_step(
+        self, turn: int, step: int, message_seq: int, calls: list[dict[str, Any]]
+    ) -> list[ToolResult]:
+        """Run `calls` (tool-call blocks in model order) and record their results."""
+        results: list[ToolResult | None] = [None] * len(calls)
+        recorded = 0
+
+        async def record_ready() -> None:
+            nonlocal recorded
+            while recorded < len(calls) and (result := results[recorded]) is not None:
+                block = calls[recorded]
+                await self._record_result(turn, step, block, result, message_seq)
+                recorded += 1
+
+        index = 0
+        while index < len(calls):
+            group = [index]
+            if self._parallel_safe(calls[index]):
+                while index + len(group) < len(calls) and self._parallel_safe(
+                    calls[index + len(group)]
+                ):
+                    group.append(index + len(group))
+            pending = {
+                asyncio.ensure_future(self._run_top_level(turn, step, calls[i], message_seq)): i
+                for i in group
+            }
+            while pending:
+                done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                # Handle finished calls in model order so recording is deterministic.
+                for task in sorted(done, key=pending.__getitem__):
+                    results[pending.pop(task)] = task.result()
+                await record_ready()
+            index += len(group)
+        return [result for result in results if result is not None]
+
+    def _parallel_safe(self, block: dict[str, Any]) -> bool:
+        spec = self._tools.spec(block["name"])
+        return spec is not None and spec.parallel_safe
+
+    async def _run_top_level(
+        self, turn: int, step: int, block: dict[str, Any], message_seq: int
+    ) -> ToolResult:
+        async with self._pool:
+            if self._cancel.is_cancelled():
+                # Cancelled before this call was even logged: it never starts.
+                call = ToolCall(
+                    block["id"],
+                    block["name"],
+                    block["arguments"],
+                    turn,
+                    step,
+                    message_seq,
+                    self._cancel,
+                )
+                return aborted_before_dispatch(call)
+            return await self._run(turn, step, block["id"], block["name"], block["arguments"], None)
+
+    async def dispatch_nested(
+        self, parent: ToolCall, name: str, arguments: dict[str, Any]
+    ) -> ToolResult:
+        count = self._nested_counts.get(parent.call_id, 0)
+        self._nested_counts[parent.call_id] = count + 1
+        call_id = f"{parent.call_id}.{count}"
+        return await self._run(parent.turn, parent.step, call_id, name, arguments, parent.call_id)
+
+    async def _run(
+        self,
+        turn: int,
+        step: int,
+        call_id: str,
+        name: str,
+        arguments: dict[str, Any],
+        parent_call_id: str | None,
+    ) -> ToolResult:
+        data: dict[str, Any] = {
+            "turn": turn,
+            "step": step,
+            "callId": call_id,
+            "name": name,
+            "arguments": arguments,
+        }
+        if parent_call_id is not None:
+            data["parentCallId"] = parent_call_id
+        event = await self._record(TOOL_CALL, data)
+        self._call_seqs[call_id] = event.seq
+        if PROBE.enabled:
+            PROBE.reach("tool/logged", callId=call_id, seq=event.seq, parentCallId=parent_call_id)
+        call = ToolCall(
+            call_id, name, arguments, turn, step, event.seq, self._cancel, parent_call_id
+        )
+        result: ToolResult = await self._host.call(TOOLS_EXECUTE, call, self._execute_body)
+        if parent_call_id is not None:
+            await self._record(TOOL_RESULT, _result_data(call, result, [event.seq]))
+        return result
+
+    async def _execute_body(self, call: ToolCall) -> ToolResult:
+        # The innermost link of the chain: past every checkpoint, the body starts.
+        if PROBE.enabled:
+            PROBE.reach(
+                "tool/durable",
+                callId=call.call_id,
+                seq=call.call_seq,
+                parentCallId=call.parent_call_id,
+            )
+        result = await self._tools.run(call, self)
+        if PROBE.enabled:
+            PROBE.reach(
+                "tool/returned",
+                callId=call.call_id,
+                parentCallId=call.parent_call_id,
+                isError=result.is_error,
+            )
+        return result
+
+    async def _record_result(
+        self, turn: int, step: int, block: dict[str, Any], result: ToolResult, message_seq: int
+    ) -> None:
+        call = ToolCall(
+            block["id"], block["name"], block["arguments"], turn, step, message_seq, self._cancel
+        )
+        # A result cites its tool/call; a call never logged cites the assistant message.
+        sources = [self._call_seqs.get(block["id"], message_seq)]
+        await self._record(TOOL_RESULT, _result_data(call, result, sources))
+
+
+def _result_data(call: ToolCall, result: ToolResult, sources: list[int]) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "turn": call.turn,
+        "step": call.step,
+        "callId": call.call_id,
+        "content": result.content,
+        "isError": result.is_error,
+        "sourceEventSeqs": sources,
+    }
+    error = result.error()
+    if error is not None:
+        data["error"] = error
+    if call.parent_call_id is not None:
+        data["parentCallId"] = call.parent_call_id
+    return data

@@ -1,0 +1,100 @@
+# The scripted model: replays a scenario's steps as a stream of text chunks
+# followed by an assistant message, taking a step's branch when the latest
+# batch of tool results in the history it is sent carries the branch's code.
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from faultlab.runtime.cancel import CancelToken
+from faultlab.runtime.history import Message, latest_tool_results
+from faultlab.scenario import Branch, Scenario, Step
+
+__all__ = ["ModelRequest", "ModelStream", "ScriptedModel", "choose_content"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """What the loop sends the model for one step."""
+
+    request_id: str
+    turn: int
+    step: int
+    script_turn: int
+    script_step: int
+    messages: list[Message]
+    tools: tuple[str, ...]
+    cancel: CancelToken
+
+
+def choose_content(step: Step, messages: list[Message]) -> Step | Branch:
+    """The step itself, or its first branch matching the latest tool results."""
+    if not step.branches:
+        return step
+    latest = latest_tool_results(messages)
+    for branch in step.branches:
+        for result in latest:
+            code = (result.get("error") or {}).get("code")
+            if code == branch.when and branch.tool in (None, result["name"]):
+                return branch
+    return step
+
+
+class ModelStream:
+    """Async iterator of text deltas; `message` holds the full answer at the end."""
+
+    def __init__(self, request: ModelRequest, step: Step) -> None:
+        self._request = request
+        self._step = step
+        self._content = choose_content(step, request.messages)
+        self.message: Message | None = None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[str]:
+        cancel = self._request.cancel
+        if await cancel.sleep(self._step.delay_ms / 1000):
+            return
+        for index, chunk in enumerate(self._content.chunks):
+            if index and await cancel.sleep(self._step.chunk_delay_ms / 1000):
+                return
+            yield chunk
+        self.message = self._final_message()
+
+    def _final_message(self) -> Message:
+        blocks: list[dict[str, Any]] = []
+        text = self._content.text
+        if text:
+            blocks.append({"type": "text", "text": text})
+        prefix = self._request.request_id.removeprefix("req-")
+        for index, call in enumerate(self._content.tool_calls):
+            blocks.append(
+                {
+                    "type": "tool-call",
+                    "id": f"call-{prefix}-{index}",
+                    "name": call.tool,
+                    "arguments": dict(call.arguments),
+                }
+            )
+        return {"role": "assistant", "content": blocks}
+
+
+class ScriptedModel:
+    """A fake model that follows a scenario's script."""
+
+    name = "faultlab-scripted"
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.calls = 0
+
+    def stream(self, request: ModelRequest) -> ModelStream:
+        steps = self.scenario.turns[request.script_turn].steps
+        if request.script_step >= len(steps):
+            raise IndexError(
+                f"turn {request.script_turn} of the script has no step {request.script_step}"
+            )
+        self.calls += 1
+        return ModelStream(request, steps[request.script_step])

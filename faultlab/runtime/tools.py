@@ -1,0 +1,63 @@
+# Scripted tool bodies: latency, nested calls (through the dispatcher, so they
+# pass the `tools/execute` chain and carry their parent's call id), the side
+# effect in the world ledger, and the scripted result.
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+from faultlab.probe import PROBE
+from faultlab.runtime.calls import ToolCall, ToolResult
+from faultlab.runtime.events import TOOL_FAILED
+from faultlab.runtime.ledger import WorldLedger
+from faultlab.scenario import Scenario, ToolSpec
+
+__all__ = ["NestedDispatcher", "ScriptedTools"]
+
+
+class NestedDispatcher(Protocol):
+    async def dispatch_nested(
+        self, parent: ToolCall, name: str, arguments: dict[str, Any]
+    ) -> ToolResult: ...
+
+
+class ScriptedTools:
+    """Runs the bodies of a scenario's tools."""
+
+    def __init__(self, scenario: Scenario, ledger: WorldLedger) -> None:
+        self._specs = {spec.name: spec for spec in scenario.tools}
+        self.ledger = ledger
+        self.started: list[str] = []  # call ids whose body started, in order
+
+    def spec(self, name: str) -> ToolSpec | None:
+        return self._specs.get(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+    async def run(self, call: ToolCall, dispatcher: NestedDispatcher) -> ToolResult:
+        spec = self._specs.get(call.name)
+        if spec is None:
+            text = f"Tool {call.name!r} does not exist (tools: {', '.join(self._specs)})."
+            return ToolResult(text, is_error=True, error_code=TOOL_FAILED)
+        self.started.append(call.call_id)
+        if spec.latency_ms:
+            await asyncio.sleep(spec.latency_ms / 1000)
+        for nested in spec.calls:
+            await dispatcher.dispatch_nested(call, nested.tool, dict(nested.arguments))
+        if spec.effect == "ledger":
+            key = call.call_id if spec.accepts_idempotency_key else None
+            applied = self.ledger.apply(
+                call_id=call.call_id, tool=spec.name, arguments=call.arguments, key=key
+            )
+            if PROBE.enabled:
+                PROBE.reach("tool/effect", callId=call.call_id, tool=spec.name, applied=applied)
+        content = spec.result or "ok"
+        if spec.observes is not None:
+            content = (
+                f"{content}: {self.ledger.count(spec.observes)} {spec.observes} effect(s) applied"
+            )
+        if spec.fails:
+            return ToolResult(content, is_error=True, error_code=TOOL_FAILED)
+        return ToolResult(content)

@@ -53,31 +53,29 @@ class Host:
     """Holds the registered middleware and listeners."""
 
     def __init__(self) -> None:
-        self._middleware: dict[str, list[Middleware]] = {hook: [] for hook in _CHAINS}
-        self._listeners: dict[str, list[Listener]] = {hook: [] for hook in _EVENTS}
+        # Each registration is (token, function): the token tells apart two
+        # registrations of the same function, so a disposer removes its own.
+        self._middleware: dict[str, list[tuple[object, Middleware]]] = {h: [] for h in _CHAINS}
+        self._listeners: dict[str, list[tuple[object, Listener]]] = {h: [] for h in _EVENTS}
 
     def use(self, hook: str, middleware: Middleware) -> Disposer:
         """Wrap `hook`'s chain with `middleware`; inner to those registered before."""
         if hook not in self._middleware:
             raise ValueError(f"{hook!r} is not a middleware hook (hooks: {', '.join(_CHAINS)})")
-        chain = self._middleware[hook]
-        chain.append(middleware)
-        return _remover(chain, middleware)
+        return _register(self._middleware[hook], middleware)
 
     def on(self, hook: str, listener: Listener) -> Disposer:
         """Call `listener` when `hook` is emitted, after those registered before."""
         if hook not in self._listeners:
             raise ValueError(f"{hook!r} is not an event hook (hooks: {', '.join(_EVENTS)})")
-        listeners = self._listeners[hook]
-        listeners.append(listener)
-        return _remover(listeners, listener)
+        return _register(self._listeners[hook], listener)
 
     def load(self, plugin: Plugin) -> Disposer:
         return plugin(self)
 
     async def call(self, hook: str, context: Any, terminal: Next) -> Any:
         """Run `context` through `hook`'s middleware chain, ending in `terminal`."""
-        chain = tuple(self._middleware[hook])
+        chain = tuple(middleware for _token, middleware in self._middleware[hook])
 
         async def invoke(index: int, ctx: Any) -> Any:
             if index == len(chain):
@@ -88,7 +86,7 @@ class Host:
 
     async def emit(self, hook: str, payload: Any) -> None:
         """Call `hook`'s listeners one after the other, in registration order."""
-        for listener in tuple(self._listeners[hook]):
+        for _token, listener in tuple(self._listeners[hook]):
             await listener(payload)
 
     def has_listeners(self, hook: str) -> bool:
@@ -100,13 +98,14 @@ class Host:
         return len(self._listeners[hook])
 
 
-def _remover(items: list[Any], item: Any) -> Disposer:
+def _register(registrations: list[tuple[object, Any]], function: Any) -> Disposer:
+    token = object()
+    registrations.append((token, function))
+
     def dispose() -> None:
-        # Identity, not equality: the same function registered twice is two
-        # registrations, each with its own disposer.
-        for index, candidate in enumerate(items):
-            if candidate is item:
-                del items[index]
+        for index, (candidate, _function) in enumerate(registrations):
+            if candidate is token:
+                del registrations[index]
                 return
 
     return dispose

@@ -1,0 +1,215 @@
+# Real child processes under the probe: each target runs in its own process
+# group with the two probe pipes, a trimmed environment, stderr to a file (a
+# pipe could fill up and block it) and bounded waits everywhere.  This module
+# owns the child's whole life: start, read the trace, park/continue, SIGKILL
+# of the group, the one reaper (Popen.wait) and the sweep for stragglers.
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+
+from faultlab.probe import ENV_ARM, ENV_FDS
+
+__all__ = ["Child", "ChildExit", "ChildHung", "trimmed_environment"]
+
+# Variables a child may need to find Python and its packages; everything
+# else of the lab's environment stays out of the target.
+_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", "SYSTEMROOT")
+
+
+def trimmed_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {key: os.environ[key] for key in _KEEP if key in os.environ}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra or {})
+    return env
+
+
+class ChildHung(Exception):
+    """The child did not reach its boundary or exit within its budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildExit:
+    """How a child ended: its status (negative: killed by that signal)."""
+
+    returncode: int
+    stderr: str
+
+
+@dataclass
+class Child:
+    """One target process attached to the lab through the probe pipes."""
+
+    argv: Sequence[str]
+    stderr_path: Path
+    armed: str | None = None
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    parked: dict[str, Any] | None = None
+    stragglers: list[str] = field(default_factory=list)
+    _proc: subprocess.Popen[bytes] | None = None
+    _report_fd: int = -1
+    _reply_fd: int = -1
+    _buffer: bytes = b""
+    _exit: ChildExit | None = None
+
+    def start(self) -> None:
+        report_r, report_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        probe_env = {ENV_FDS: f"{report_w},{reply_r}"}
+        if self.armed:
+            probe_env[ENV_ARM] = self.armed
+        env = trimmed_environment({**(self.env or {}), **probe_env})
+        self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(self.stderr_path, "wb") as stderr:
+                self._proc = subprocess.Popen(
+                    list(self.argv),
+                    stdin=subprocess.DEVNULL,
+                    stdout=stderr,
+                    stderr=stderr,
+                    env=env,
+                    cwd=self.cwd,
+                    pass_fds=(report_w, reply_r),
+                    start_new_session=True,  # its own group: killpg reaches grandchildren
+                )
+        finally:
+            # The child's ends belong to the child alone, or EOF never comes.
+            os.close(report_w)
+            os.close(reply_r)
+        self._report_fd = report_r
+        self._reply_fd = reply_w
+        os.set_blocking(report_r, False)
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+    def run_until_parked_or_exit(self, timeout: float) -> dict[str, Any] | None:
+        """Read the trace until the child parks (return its message) or exits (None)."""
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._report_fd, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ChildHung(f"no boundary reached and no exit within {timeout:g}s")
+                if not selector.select(remaining):
+                    continue
+                try:
+                    data = os.read(self._report_fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not data:  # every writer closed: the child is gone
+                    return None
+                if self._take(data):
+                    return self.parked
+
+    def _take(self, data: bytes) -> bool:
+        self._buffer += data
+        *lines, self._buffer = self._buffer.split(b"\n")
+        found = False
+        for line in lines:
+            try:
+                message = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                message = {"invalid": line.decode("utf-8", "replace")}
+            self.trace.append(message)
+            if isinstance(message, dict) and message.get("parked"):
+                self.parked = message
+                found = True
+        return found
+
+    def reply(self, action: str, **fields: Any) -> None:
+        """Answer a parked child (e.g. "continue")."""
+        self.parked = None
+        os.write(self._reply_fd, orjson.dumps({"action": action, **fields}) + b"\n")
+
+    def signal(self, signum: int) -> None:
+        """Send a signal to the child's whole process group."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, signum)
+
+    def kill(self) -> None:
+        """SIGKILL the child's process group (never any group we did not create)."""
+        if self._proc is not None and self._exit is None:
+            self.signal(signal.SIGKILL)
+
+    def wait(self, timeout: float) -> ChildExit:
+        """Reap the child (the one reaper), then sweep its group for stragglers."""
+        assert self._proc is not None
+        if self._exit is not None:
+            return self._exit
+        try:
+            code = self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self._proc.wait(5)
+            self._exit = ChildExit(code, self._stderr())
+            self.close()
+            raise ChildHung(f"did not exit within {timeout:g}s; killed") from None
+        self.drain(1.0)
+        self._sweep()
+        self._exit = ChildExit(code, self._stderr())
+        self.close()
+        return self._exit
+
+    def drain(self, timeout: float) -> None:
+        """Read what is left of the trace after the child exited."""
+        if self._report_fd >= 0:
+            with contextlib.suppress(ChildHung):
+                while self.run_until_parked_or_exit(timeout) is not None:
+                    pass
+
+    def _sweep(self) -> None:
+        # Grandchildren re-parented to init are invisible as children, but
+        # they keep our process group id.  killpg(pgid, 0) asks whether any
+        # member is left; psutil names them for the report.
+        pgid = self.pid
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        for proc in psutil.process_iter(["pid", "name"]):
+            with contextlib.suppress(psutil.Error, OSError):
+                if os.getpgid(proc.info["pid"]) == pgid:
+                    self.stragglers.append(f"{proc.info['name']}[{proc.info['pid']}]")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+
+    def _stderr(self) -> str:
+        try:
+            return self.stderr_path.read_text("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        for fd in (self._report_fd, self._reply_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._report_fd = self._reply_fd = -1
+
+    def __enter__(self) -> Child:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._exit is None and self._proc is not None:
+            self.kill()
+            with contextlib.suppress(ChildHung):
+                self.wait(10)
+        self.close()

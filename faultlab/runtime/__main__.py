@@ -12,6 +12,7 @@ import asyncio
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 
 from faultlab.probe import PROBE, ProbeError
 from faultlab.runtime import EXIT_CODES
@@ -56,18 +57,16 @@ def _error(text: str) -> None:
     print(f"faultlab.runtime: error: {text}", file=sys.stderr, flush=True)
 
 
-async def _run(runner: SessionRunner) -> int:
+async def _run(runner: SessionRunner, say: Callable[[str], None]) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, runner.request_stop, signal.Signals(signum).name)
     outcome = await runner.run()
     if outcome.reason == "cancelled":
-        _say(
-            f"stopped: {runner.agent.cancel.reason if runner.agent else 'stop'}; "
-            "closing events persisted"
-        )
+        reason = runner.agent.cancel.reason if runner.agent else "stop"
+        say(f"stopped: {reason}; closing events persisted")
         return EXIT_CODES["stopped"]
-    _say(f"done: {outcome.turns} turn(s), log {outcome.log_path}")
+    say(f"done: {outcome.turns} turn(s), log {outcome.log_path}")
     return EXIT_CODES["ok"]
 
 
@@ -79,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, ProbeError) as exc:
         _error(str(exc))
         return EXIT_CODES["usage"]
+    say = (lambda _text: None) if args.quiet else _say
     runner = SessionRunner(
         scenario,
         args.session_dir,
@@ -86,10 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         ledger_path=args.ledger,
         policy=args.policy,
         session_id=args.session_id,
-        say=(lambda _text: None) if args.quiet else _say,
+        say=say,
     )
     try:
-        return asyncio.run(_run(runner))
+        return asyncio.run(_run(runner, say))
     except SessionCorruptError as exc:
         _error(str(exc))
         return EXIT_CODES["corrupt"]

@@ -67,15 +67,23 @@ class Agent:
         self._say = say or (lambda _text: None)
         self._step_open = False
         self._dispatcher = ToolDispatcher(
-            host=host, tools=tools, record=self.record, cancel=self.cancel, pool_size=pool_size
+            host=host,
+            tools=tools,
+            append=log.append,
+            settle=self._settle,
+            cancel=self.cancel,
+            pool_size=pool_size,
         )
 
     async def record(self, type_: str, data: dict[str, Any]) -> Event:
         """Append one event and let `session/appended` listeners see it."""
         event = self.log.append(type_, data)
+        await self._settle(event)
+        return event
+
+    async def _settle(self, event: Event) -> None:
         if self.host.has_listeners(SESSION_APPENDED):
             await self.host.emit(SESSION_APPENDED, event)
-        return event
 
     def next_turn_number(self) -> int:
         for event in reversed(self.log.events):

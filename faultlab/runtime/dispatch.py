@@ -2,7 +2,10 @@
 # runs of consecutive parallel-safe calls share a bounded pool, other calls
 # run alone; results are recorded in the model's order as soon as every
 # earlier result is recorded.  Nested calls (a body calling a tool) go through
-# the same chain and carry their parent's call id.
+# the same chain and carry their parent's call id.  When an append cannot be
+# made durable (a policy that flushes on append), dispatch fails closed: no
+# call starts after that, running bodies finish, every call still gets a
+# result in memory, and the failure is raised once the step's results are in.
 from __future__ import annotations
 
 import asyncio
@@ -10,15 +13,22 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from faultlab.probe import PROBE
-from faultlab.runtime.calls import ToolCall, ToolResult, aborted_before_dispatch
+from faultlab.runtime.calls import (
+    ToolCall,
+    ToolResult,
+    aborted_before_dispatch,
+    checkpoint_failed,
+)
 from faultlab.runtime.cancel import CancelToken
 from faultlab.runtime.events import TOOL_CALL, TOOL_RESULT, Event
 from faultlab.runtime.host import TOOLS_EXECUTE, Host
+from faultlab.runtime.persistence import FlushError
 from faultlab.runtime.tools import ScriptedTools
 
-__all__ = ["Recorder", "ToolDispatcher"]
+__all__ = ["Appender", "Settler", "ToolDispatcher"]
 
-Recorder = Callable[[str, dict[str, Any]], Awaitable[Event]]
+Appender = Callable[[str, dict[str, Any]], Event]
+Settler = Callable[[Event], Awaitable[None]]
 
 
 class ToolDispatcher:
@@ -29,13 +39,16 @@ class ToolDispatcher:
         *,
         host: Host,
         tools: ScriptedTools,
-        record: Recorder,
+        append: Appender,
+        settle: Settler,
         cancel: CancelToken,
         pool_size: int,
     ) -> None:
         self._host = host
         self._tools = tools
-        self._record = record
+        self._append = append
+        self._settle = settle
+        self._failure: FlushError | None = None
         self._cancel = cancel
         self._pool = asyncio.Semaphore(pool_size)
         self._nested_counts: dict[str, int] = {}
@@ -47,6 +60,7 @@ class ToolDispatcher:
         """Run `calls` (tool-call blocks in model order) and record their results."""
         results: list[ToolResult | None] = [None] * len(calls)
         recorded = 0
+        self._failure = None
 
         async def record_ready() -> None:
             nonlocal recorded
@@ -74,6 +88,8 @@ class ToolDispatcher:
                     results[pending.pop(task)] = task.result()
                 await record_ready()
             index += len(group)
+        if self._failure is not None:
+            raise self._failure
         return [result for result in results if result is not None]
 
     def _parallel_safe(self, block: dict[str, Any]) -> bool:
@@ -84,8 +100,8 @@ class ToolDispatcher:
         self, turn: int, step: int, block: dict[str, Any], message_seq: int
     ) -> ToolResult:
         async with self._pool:
-            if self._cancel.is_cancelled():
-                # Cancelled before this call was even logged: it never starts.
+            # A call that never got as far as being logged never starts.
+            if self._failure is not None or self._cancel.is_cancelled():
                 call = ToolCall(
                     block["id"],
                     block["name"],
@@ -95,6 +111,8 @@ class ToolDispatcher:
                     message_seq,
                     self._cancel,
                 )
+                if self._failure is not None:
+                    return checkpoint_failed(call, str(self._failure))
                 return aborted_before_dispatch(call)
             return await self._run(turn, step, block["id"], block["name"], block["arguments"], None)
 
@@ -124,17 +142,33 @@ class ToolDispatcher:
         }
         if parent_call_id is not None:
             data["parentCallId"] = parent_call_id
-        event = await self._record(TOOL_CALL, data)
+        event = self._append(TOOL_CALL, data)
         self._call_seqs[call_id] = event.seq
-        if PROBE.enabled:
-            PROBE.reach("tool/logged", callId=call_id, seq=event.seq, parentCallId=parent_call_id)
         call = ToolCall(
             call_id, name, arguments, turn, step, event.seq, self._cancel, parent_call_id
         )
+        if not await self._settled(event):
+            return checkpoint_failed(call, str(self._failure))
+        if PROBE.enabled:
+            PROBE.reach("tool/logged", callId=call_id, seq=event.seq, parentCallId=parent_call_id)
         result: ToolResult = await self._host.call(TOOLS_EXECUTE, call, self._execute_body)
         if parent_call_id is not None:
             await self._record(TOOL_RESULT, _result_data(call, result, [event.seq]))
         return result
+
+    async def _settled(self, event: Event) -> bool:
+        """Let `session/appended` listeners see `event`; False once durability failed."""
+        if self._failure is not None:
+            return False
+        try:
+            await self._settle(event)
+        except FlushError as exc:
+            self._failure = exc
+            return False
+        return True
+
+    async def _record(self, type_: str, data: dict[str, Any]) -> None:
+        await self._settled(self._append(type_, data))
 
     async def _execute_body(self, call: ToolCall) -> ToolResult:
         # The innermost link of the chain: past every checkpoint, the body starts.

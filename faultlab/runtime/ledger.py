@@ -36,14 +36,24 @@ class WorldLedger:
             return False
         record = {"callId": call_id, "tool": tool, "arguments": arguments, "key": key}
         if self._fd < 0:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._open()
         os.write(self._fd, orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
         os.fsync(self._fd)
         self.records.append(record)
         if key is not None:
             self._keys.add(key)
         return True
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        existed = self.path.exists()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if not existed:  # the world must not forget the file that records it
+            directory = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
 
     def count(self, tool: str) -> int:
         return sum(1 for record in self.records if record["tool"] == tool)

@@ -20,7 +20,13 @@ from faultlab.runtime.events import (
     TOOL_RESULT,
     TURN_END,
 )
-from faultlab.runtime.host import AGENT_POST_STEP, LLM_STREAM, TOOLS_EXECUTE, Host
+from faultlab.runtime.host import (
+    AGENT_POST_STEP,
+    LLM_STREAM,
+    SESSION_APPENDED,
+    TOOLS_EXECUTE,
+    Host,
+)
 from faultlab.runtime.model import ModelRequest, ModelStream
 from faultlab.runtime.persistence import FlushError
 
@@ -334,3 +340,46 @@ user = "go"
         assert sorted(e.data["callId"] for e in top_calls) == sorted(ids)
         assert [e.data["callId"] for e in results] == ids
         assert len(runtime.tools.ledger.records) == 50
+
+
+def test_every_event_failure_in_a_parallel_group_fails_closed(
+    make_runtime: RuntimeFactory,
+) -> None:
+    scenario = scenario_from(
+        """
+        max_parallel_tools = 1
+        [tools.w]
+        parallel_safe = true
+        effect = "ledger"
+        [[turns]]
+        user = "go"
+          [[turns.steps]]
+          tool_calls = [{ tool = "w" }, { tool = "w" }, { tool = "w" }]
+          [[turns.steps]]
+          text = "done"
+        """
+    )
+    holder: dict[str, Any] = {}
+
+    def fail_on_second_call(host: Host) -> None:
+        async def arm(event: Any) -> None:
+            if event.type == TOOL_CALL and event.data["callId"] == "call-t0-s0-1":
+                holder["runtime"].backend.arm_failure("write", errno.EIO)
+
+        host.on(SESSION_APPENDED, arm)  # before the policy's flush-after-append
+
+    runtime = make_runtime(scenario, policy="every-event", before_policy=fail_on_second_call)
+    holder["runtime"] = runtime
+    with pytest.raises(FlushError):
+        run(runtime.run_turn())
+    assert runtime.tools.started == ["call-t0-s0-0"]
+    events = runtime.log.events
+    results = [e.data for e in events if e.type == TOOL_RESULT]
+    assert [r["callId"] for r in results] == [f"call-t0-s0-{i}" for i in range(3)]
+    assert [r.get("error", {}).get("code") for r in results] == [
+        None,
+        CHECKPOINT_FAILED,
+        CHECKPOINT_FAILED,
+    ]
+    assert [e.type for e in events][-2:] == [STEP_END, TURN_END]
+    assert runtime.model.calls == 1

@@ -167,3 +167,25 @@ def test_a_second_writer_process_is_refused_and_the_log_does_not_fork(tmp_path: 
     assert "locked by another live writer" in child.stdout
     assert (tmp_path / "s" / "session.jsonl").read_bytes() == before
     first.close()
+
+
+def test_an_escaped_turn_end_after_damage_still_marks_it_committed() -> None:
+    escaped = b'{"seq":4,"type":"turn\\/end","time":1,"data":{"turn":0}}'
+    header = b'{"type":"session","format":1,"id":"x","createdAt":0}\n'
+    body = b"".join(orjson.dumps(e.to_json()) + b"\n" for e in events(3))
+    with pytest.raises(SessionCorruptError, match=":5:"):
+        read_log(header + body + b"{bad\n" + escaped + b"\n", "log.jsonl")
+
+
+def test_a_second_cut_at_the_same_offset_keeps_the_first(tmp_path: Path) -> None:
+    written(tmp_path, 2).close()
+    path = tmp_path / "s" / "session.jsonl"
+    intact = path.stat().st_size
+    for tail in (b'{"first', b'{"second'):
+        with open(path, "ab") as f:
+            f.write(tail)
+        backend = JsonlBackend(tmp_path / "s")
+        backend.open(session_id=None, create=False, resume=True)
+        backend.close()
+    assert (tmp_path / "s" / f"session.jsonl.cut-{intact}").read_bytes() == b'{"first'
+    assert (tmp_path / "s" / f"session.jsonl.cut-{intact}.1").read_bytes() == b'{"second'

@@ -129,16 +129,29 @@ class JsonlBackend:
         with open(self.path, "rb") as source:
             source.seek(valid_size)
             cut = source.read()
-        keep = self.directory / f"{LOG_NAME}.cut-{valid_size}"
-        fd = os.open(keep, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd, keep = self._new_cut_file(valid_size)
         try:
             os.write(fd, cut)
             os.fsync(fd)
         finally:
             os.close(fd)
+        _fsync_dir(self.directory)  # the kept bytes are durable before the log loses them
         os.ftruncate(self._fd, valid_size)
         os.fsync(self._fd)
-        _fsync_dir(self.directory)
+        if PROBE.enabled:
+            PROBE.fact("cut", file=str(self.path), size=valid_size, keptIn=str(keep))
+            PROBE.fact("fsync", file=str(self.path), size=valid_size)
+
+    def _new_cut_file(self, valid_size: int) -> tuple[int, Path]:
+        # Never overwrite an earlier cut at the same offset: number them.
+        for attempt in range(1000):
+            suffix = "" if attempt == 0 else f".{attempt}"
+            keep = self.directory / f"{LOG_NAME}.cut-{valid_size}{suffix}"
+            try:
+                return os.open(keep, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), keep
+            except FileExistsError:
+                continue
+        raise FileExistsError(f"{self.directory}: too many cut files for offset {valid_size}")
 
     # -- writing -----------------------------------------------------------
 
@@ -185,6 +198,8 @@ class JsonlBackend:
         os.ftruncate(self._fd, self._synced_size)
         self._written_size = self._synced_size
         self._next_seq = self._synced_seq
+        if PROBE.enabled:
+            PROBE.fact("truncate", file=str(self.path), size=self._synced_size)
 
     def arm_failure(self, op: str, errno_: int) -> None:
         if op not in ("write", "sync"):

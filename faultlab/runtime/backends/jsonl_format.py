@@ -72,19 +72,16 @@ def _decode_header(line: bytes, path: str) -> dict[str, Any]:
     return header
 
 
-def _has_later_turn_end(lines: list[bytes]) -> bool:
-    # A turn/end after a bad line means the bad line was committed (a later
-    # checkpoint made it durable), so it is corruption, not a torn tail.
-    for line in lines:
-        if b'"turn/end"' not in line:
-            continue
+def _last_turn_end(lines: list[bytes]) -> int:
+    """Index of the last line that decodes as a turn/end event, or -1."""
+    for index in range(len(lines) - 1, -1, -1):
         try:
-            raw = orjson.loads(line)
+            raw = orjson.loads(lines[index])
         except orjson.JSONDecodeError:
             continue
         if isinstance(raw, dict) and raw.get("type") == TURN_END:
-            return True
-    return False
+            return index
+    return -1
 
 
 def read_log(data: bytes, path: str) -> LoadedLog:
@@ -99,12 +96,17 @@ def read_log(data: bytes, path: str) -> LoadedLog:
     events: list[Event] = []
     offset = header_end
     notes: list[str] = []
+    last_turn_end: int | None = None  # found lazily, once: damage is rare
     for index, line in enumerate(lines):
         line_number = index + 2
         try:
             events.append(_decode_event(line, len(events)))
         except _BadLine as bad:
-            if _has_later_turn_end(lines[index + 1 :]):
+            # A turn/end after the bad line means a later checkpoint made it
+            # durable: committed damage, not a torn tail.
+            if last_turn_end is None:
+                last_turn_end = _last_turn_end(lines)
+            if last_turn_end > index:
                 raise SessionCorruptError(path, line_number, offset, str(bad)) from None
             notes.append(
                 f"line {line_number} (byte {offset}) is damaged after the last completed turn "

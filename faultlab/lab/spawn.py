@@ -21,7 +21,7 @@ import psutil
 
 from faultlab.probe import ENV_ARM, ENV_FDS
 
-__all__ = ["Child", "ChildExit", "ChildHung", "trimmed_environment"]
+__all__ = ["Child", "ChildExit", "ChildHung", "kill_all", "trimmed_environment"]
 
 # Variables a child may need to find Python and its packages; everything
 # else of the lab's environment stays out of the target.
@@ -33,6 +33,15 @@ def trimmed_environment(extra: Mapping[str, str] | None = None) -> dict[str, str
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra or {})
     return env
+
+
+_LIVE: set[Child] = set()  # children started and not reaped yet
+
+
+def kill_all() -> None:
+    """SIGKILL every live child's process group (on interrupt of the lab)."""
+    for child in list(_LIVE):
+        child.kill()
 
 
 class ChildHung(Exception):
@@ -47,7 +56,7 @@ class ChildExit:
     stderr: str
 
 
-@dataclass
+@dataclass(eq=False)
 class Child:
     """One target process attached to the lab through the probe pipes."""
 
@@ -92,6 +101,7 @@ class Child:
         self._report_fd = report_r
         self._reply_fd = reply_w
         os.set_blocking(report_r, False)
+        _LIVE.add(self)
 
     @property
     def pid(self) -> int:
@@ -197,6 +207,7 @@ class Child:
             return ""
 
     def close(self) -> None:
+        _LIVE.discard(self)
         for fd in (self._report_fd, self._reply_fd):
             if fd >= 0:
                 with contextlib.suppress(OSError):

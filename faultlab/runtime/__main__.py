@@ -41,6 +41,11 @@ def _parser() -> argparse.ArgumentParser:
         "--resume", action="store_true", help="repair and continue the session in --session-dir"
     )
     parser.add_argument(
+        "--repair-only",
+        action="store_true",
+        help="with --resume: repair the session and exit without continuing it",
+    )
+    parser.add_argument(
         "--ledger", help="world ledger file (default: SESSION_DIR/world-ledger.jsonl)"
     )
     parser.add_argument("--policy", choices=sorted(POLICIES), help="override the scenario's policy")
@@ -62,6 +67,9 @@ async def _run(runner: SessionRunner, say: Callable[[str], None]) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, runner.request_stop, signal.Signals(signum).name)
     outcome = await runner.run()
+    if outcome.reason == "repaired":
+        say(f"repaired: {outcome.repaired} event(s) appended, log {outcome.log_path}")
+        return EXIT_CODES["ok"]
     if outcome.reason == "cancelled":
         reason = runner.agent.cancel.reason if runner.agent else "stop"
         say(f"stopped: {reason}; closing events persisted")
@@ -72,6 +80,9 @@ async def _run(runner: SessionRunner, say: Callable[[str], None]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.repair_only and not args.resume:
+        _error("--repair-only needs --resume")
+        return EXIT_CODES["usage"]
     try:
         PROBE.attach_from_environ()
         scenario = load_scenario(args.scenario)
@@ -86,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         ledger_path=args.ledger,
         policy=args.policy,
         session_id=args.session_id,
+        repair_only=args.repair_only,
         say=say,
     )
     try:

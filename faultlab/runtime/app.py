@@ -97,7 +97,7 @@ def persistence_plugin(coordinator: PersistenceCoordinator, say: Say) -> Plugin:
 class RunOutcome:
     """How a run of the child ended."""
 
-    reason: str  # "completed" or "cancelled"
+    reason: str  # "completed", "cancelled" or "repaired" (--repair-only)
     turns: int
     repaired: int
     log_path: str
@@ -115,6 +115,7 @@ class SessionRunner:
         ledger_path: str | os.PathLike[str] | None = None,
         policy: str | None = None,
         session_id: str | None = None,
+        repair_only: bool = False,
         say: Say | None = None,
     ) -> None:
         self.scenario = scenario
@@ -123,6 +124,7 @@ class SessionRunner:
         self.ledger_path = Path(ledger_path) if ledger_path else self.session_dir / LEDGER_NAME
         self.policy = policy or scenario.policy
         self.session_id = session_id
+        self.repair_only = repair_only
         self.say: Say = say or (lambda _text: None)
         self.app = CompositeApp()
         self.agent: Agent | None = None
@@ -136,7 +138,8 @@ class SessionRunner:
 
     async def run(self) -> RunOutcome:
         backend = open_backend(self.scenario.backend, str(self.session_dir))
-        loaded = backend.open(session_id=self.session_id, create=True, resume=self.resume)
+        create = not self.repair_only  # repairing a session that does not exist is an error
+        loaded = backend.open(session_id=self.session_id, create=create, resume=self.resume)
         for note in loaded.notes:
             self.say(f"load: {note}")
         log = SessionLog(loaded.session_id, loaded.events)
@@ -160,6 +163,8 @@ class SessionRunner:
             if self._stop_reason is not None:
                 agent.cancel.cancel(self._stop_reason)
             repaired = await self._repair(log, coordinator, tools)
+            if self.repair_only:
+                return RunOutcome("repaired", 0, repaired, backend.location)
             outcome: RunOutcome = await self.app.spawn(
                 self._drive(agent, repaired, backend.location)
             )

@@ -1,0 +1,392 @@
+# The `faultlab` command line: parse, call the lab, print, exit.  Logic lives
+# in `faultlab.lab`; people's output goes to stderr, `--json` output to
+# stdout.  Exit codes: 0 guarantees held, 1 violations, 2 usage or scenario
+# error, 3 internal error, 130 interrupted.
+from __future__ import annotations
+
+import signal
+import sys
+import traceback
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import wraps
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+import orjson
+
+__all__ = ["main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class UserError(Exception):
+    """A mistake of the user's: one line, exit 2."""
+
+
+def _say(text: str = "") -> None:
+    click.echo(text, err=True)
+
+
+def _emit_json(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+def _guarded(command: F) -> F:
+    """Turn user mistakes into one line + exit 2 and bugs into exit 3."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> NoReturn:
+        from faultlab.probe import ProbeError
+        from faultlab.scenario import ScenarioError
+
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            code = command(*args, **kwargs)
+        except (UserError, ScenarioError, ProbeError, ValueError, FileNotFoundError) as exc:
+            _say(f"faultlab: error: {exc}")
+            code = EXIT_USAGE
+        except KeyboardInterrupt:
+            _say("faultlab: interrupted; every child process was killed")
+            code = EXIT_INTERRUPTED
+        except Exception:
+            _say("faultlab: internal error (a bug in faultlab, please report it):")
+            _say(traceback.format_exc().rstrip())
+            code = EXIT_INTERNAL
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        sys.exit(code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    from faultlab.lab.explore import parse_shard
+
+    try:
+        return parse_shard(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+_policy = click.option(
+    "--policy", type=click.Choice(["semantic", "turn-only", "every-event"]),
+    help="Checkpoint policy for the reference runtime (default: each scenario's own).",
+)  # fmt: skip
+_target = click.option(
+    "--target", metavar="CMD",
+    help="Crash-test this command instead of the reference runtime (see docs/probe-protocol.md).",
+)  # fmt: skip
+_timeout = click.option(
+    "--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+    help="Seconds a child may take to reach its kill point or to exit.",
+)  # fmt: skip
+_json = click.option("--json", "as_json", is_flag=True, help="Machine output on stdout.")
+_report_dir = click.option(
+    "--report-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"),
+    show_default=True, help="Where reports are written.",
+)  # fmt: skip
+
+
+class _Faultlab(click.Group):
+    """Usage errors as one line (`faultlab: error: ...`) and exit 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except click.UsageError as exc:
+            where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
+            _say(f"faultlab: error: {where}{exc.format_message()}")
+            sys.exit(EXIT_USAGE)
+        except click.ClickException as exc:
+            _say(f"faultlab: error: {exc.format_message()}")
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            _say("faultlab: interrupted")
+            sys.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=_Faultlab, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="faultlab")
+def main() -> None:
+    """Crash-test the durability of AI agent runtimes at semantic boundaries."""
+
+
+class _Progress:
+    """A one-line progress display on a terminal; sparse lines elsewhere."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.failed = 0
+
+    def __call__(self, result: Any, done: int, total: int) -> None:
+        self.failed += 0 if result.passed else 1
+        line = f"[{done}/{total}] {self.failed} failing  {result.verdict:5} {result.case.id}"
+        if self.tty:
+            click.echo(f"\r\x1b[K{line}", err=True, nl=done == total)
+        elif done == total or done % max(1, total // 10) == 0:
+            _say(line)
+
+
+def _print_summary(result: Any, report: Path | None) -> None:
+    per: dict[str, Counter[str]] = {}
+    for r in result.results:
+        per.setdefault(Path(r.case.scenario).name, Counter())[r.verdict] += 1
+    width = max((len(name) for name in per), default=8)
+    _say(f"{'scenario':{width}}  cases  pass  fail  other")
+    for name, counts in per.items():
+        other = sum(counts.values()) - counts["pass"] - counts["fail"]
+        _say(
+            f"{name:{width}}  {sum(counts.values()):5}  {counts['pass']:4}  "
+            f"{counts['fail']:4}  {other:5}"
+        )
+    failing = [r for r in result.results if not r.passed]
+    for r in failing[:20]:
+        _say(f"  {r.verdict.upper():5} {r.case.id}: {', '.join(r.codes)}")
+        if r.violations:
+            _say(f"        {r.violations[0].message}")
+    if len(failing) > 20:
+        _say(f"  ... and {len(failing) - 20} more failing case(s); see the report")
+    codes = Counter(code for r in result.results for code in r.codes)
+    verdict = "all guarantees held" if result.passed else "violations found"
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items()))
+    _say(f"{len(result.results)} case(s) in {result.seconds:.1f}s: {tally}: {verdict}")
+    if codes:
+        _say("codes: " + ", ".join(f"{c} x{n}" for c, n in codes.most_common()))
+    if report is not None:
+        _say(f"report: {report}")
+
+
+@main.command()
+@click.argument("scenarios", nargs=-1, type=click.Path(path_type=Path))
+@_policy
+@_target
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Cases run in parallel.",
+)
+@click.option("--shard", callback=_shard, metavar="K/N", help="Run only shard K of N.")
+@_timeout
+@_json
+@_report_dir
+@click.option("--no-report", is_flag=True, help="Write no report.")
+@_guarded
+def explore(
+    scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
+    shard: Any, timeout: float, as_json: bool, report_dir: Path, no_report: bool,
+) -> int:  # fmt: skip
+    """Kill the target at every boundary occurrence of every scenario.
+
+    With no SCENARIOS, the bundled scenarios are explored.
+    """
+    from faultlab.lab import api
+    from faultlab.lab.report import RunInfo, new_run_id, write_report
+
+    paths: Sequence[Path] = scenarios or (api.bundled_scenarios(),)
+    for path in paths:
+        if not path.exists():
+            raise UserError(f"{path}: no such scenario file or directory")
+    made = api.make_target(policy=policy, target=target)
+    _say(
+        f"exploring {len(paths)} path(s) with the {made.label}, {jobs} job(s)"
+        + (f", shard {shard}" if shard else "")
+    )
+    with api.workdir() as work:
+        result = api.explore_paths(
+            paths,
+            policy=policy,
+            target=target,
+            jobs=jobs,
+            shard=shard,
+            timeout=timeout,
+            workdir=work,
+            progress=_Progress(),
+        )
+        report = None
+        if not no_report:
+            info = RunInfo(
+                new_run_id(), tuple(sys.argv), made.command if target else None, policy, timeout
+            )
+            report = write_report(result, info, report_dir)
+    _print_summary(result, report)
+    if not result.results:
+        _say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
+    if as_json:
+        _emit_json(
+            {
+                "passed": result.passed,
+                "counts": result.counts,
+                "report": str(report) if report else None,
+                "cases": [r.to_json() for r in result.results],
+            }
+        )
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(path_type=Path))
+@click.option(
+    "--at",
+    "occurrence",
+    required=True,
+    metavar="BOUNDARY[#N]",
+    help="The boundary occurrence to kill at, e.g. tool/durable#2.",
+)
+@click.option("--fault", default="sigkill", show_default=True, help="The fault to inject.")
+@_policy
+@_target
+@_timeout
+@_json
+@_guarded
+def run(
+    scenario: Path, occurrence: str, fault: str, policy: str | None, target: str | None,
+    timeout: float, as_json: bool,
+) -> int:  # fmt: skip
+    """Run one case and show its timeline."""
+    from faultlab.lab import api
+    from faultlab.lab.logread import read_log_file
+
+    with api.workdir() as work:
+        result = api.run_single(
+            str(scenario),
+            occurrence,
+            fault=fault,
+            policy=policy,
+            target=target,
+            timeout=timeout,
+            workdir=work,
+        )
+        _say(f"case {result.case.id}: {result.verdict.upper()} in {result.seconds:.2f}s")
+        trace_path = Path(result.artifacts.get("trace", ""))
+        if trace_path.is_file():
+            _say("probe trace (crash run):")
+            for line in trace_path.read_bytes().splitlines():
+                message = orjson.loads(line)
+                if "boundary" in message:
+                    mark = "  <- killed here" if message.get("parked") else ""
+                    _say(f"  {message['boundary']}#{message['n']}{mark}")
+        for name in ("crashed", "repaired", "final"):
+            if name in result.artifacts:
+                view = read_log_file(result.artifacts[name])
+                _say(
+                    f"{name} log: {len(view.events)} event(s)"
+                    + (f", {view.torn_bytes} torn byte(s) cut" if view.torn_bytes else "")
+                )
+        for violation in result.violations:
+            _say(f"  {violation.code} [{violation.guarantee}]: {violation.message}")
+    if as_json:
+        _emit_json(result.to_json())
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(path_type=Path))
+@_policy
+@_target
+@_timeout
+@_json
+@_guarded
+def boundaries(
+    scenario: Path, policy: str | None, target: str | None, timeout: float, as_json: bool
+) -> int:
+    """Dry run: list every boundary occurrence the scenario reaches."""
+    from faultlab.lab import api
+    from faultlab.lab.oracle import check_coverage
+
+    with api.workdir() as work:
+        reference = api.reference_run(
+            str(scenario), policy=policy, target=target, timeout=timeout, workdir=work
+        )
+    if reference.returncode != 0:
+        _say(f"faultlab: the fault-free run exited with status {reference.returncode}:")
+        _say(reference.stderr.rstrip())
+        return EXIT_VIOLATIONS
+    occurrences = reference.occurrences
+    for occurrence in occurrences:
+        _say(occurrence)
+    missing = check_coverage(reference.scenario, occurrences)
+    for violation in missing:
+        _say(f"BOUNDARY_NOT_REACHED: {violation.message}")
+    _say(f"{len(occurrences)} occurrence(s)")
+    if as_json:
+        _emit_json({"occurrences": occurrences, "notReached": [v.evidence for v in missing]})
+    return EXIT_VIOLATIONS if missing else EXIT_OK
+
+
+@main.command()
+@click.argument("log", type=click.Path(path_type=Path))
+@click.option(
+    "--scenario",
+    type=click.Path(path_type=Path),
+    help="Scenario with the tools' annotations (for the retry guidance).",
+)
+@_json
+@_guarded
+def inspect(log: Path, scenario: Path | None, as_json: bool) -> int:
+    """Show a session log: timeline, expected repair, validity."""
+    from faultlab.lab.inspect import inspect_log
+
+    if log.is_dir():
+        log = log / "session.jsonl"
+    if not log.exists():
+        raise UserError(f"{log}: no such session log")
+    report = inspect_log(log, scenario)
+    for line in report.lines:
+        _say(line)
+    if as_json:
+        _emit_json(report.to_json())
+    return EXIT_OK if report.healthy else EXIT_VIOLATIONS
+
+
+@main.command()
+@click.argument("case_id")
+@_report_dir
+@_json
+@_guarded
+def replay(case_id: str, report_dir: Path, as_json: bool) -> int:
+    """Re-run exactly one recorded case of the newest report."""
+    from faultlab.lab import api
+    from faultlab.lab.report import find_case, recorded_ids
+
+    found = find_case(report_dir, case_id)
+    if found is None:
+        known = recorded_ids(report_dir)
+        hint = f" (it has {len(known)} case(s), e.g. {known[0]})" if known else ""
+        raise UserError(f"case {case_id!r} is not in {report_dir / 'latest'}{hint}")
+    record, info = found
+    with api.workdir() as work:
+        result = api.run_single(
+            record["scenario"],
+            record["occurrence"],
+            fault=record["fault"],
+            policy=info.get("policy"),
+            target=info.get("target"),
+            timeout=info.get("timeout", 60.0),
+            workdir=work,
+        )
+    same = result.verdict == record["verdict"] and list(result.codes) == record["codes"]
+    _say(
+        f"case {case_id}: {result.verdict.upper()} {list(result.codes)}; recorded "
+        f"{record['verdict'].upper()} {record['codes']}: "
+        + ("same verdict" if same else "DIFFERENT verdict")
+    )
+    for violation in result.violations:
+        _say(f"  {violation.code}: {violation.message}")
+    if as_json:
+        _emit_json({**result.to_json(), "sameAsRecorded": same})
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS

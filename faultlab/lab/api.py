@@ -1,0 +1,115 @@
+# The lab as a library: what the CLI and repro scripts call.  Each function
+# validates its arguments and returns values; nothing here prints or exits.
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from faultlab.lab.explore import (
+    ExploreResult,
+    Progress,
+    Shard,
+    explore,
+    load_scenarios,
+    run_one,
+)
+from faultlab.lab.model import Case, CaseResult
+from faultlab.lab.runner import LabOptions, Reference, run_reference
+from faultlab.lab.target import Target, command_target, reference_target
+from faultlab.probe import FAULTS, parse_occurrence
+from faultlab.scenario import POLICIES, load_scenario
+
+__all__ = [
+    "SUPPORTED_FAULTS",
+    "bundled_scenarios",
+    "explore_paths",
+    "make_target",
+    "reference_run",
+    "run_single",
+    "workdir",
+]
+
+SUPPORTED_FAULTS = ("sigkill",)
+
+
+def bundled_scenarios() -> Path:
+    """The scenarios shipped with faultlab (in the package, or the source tree)."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "scenarios", package.parent / "scenarios"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("the bundled scenarios are missing from this installation")
+
+
+def make_target(*, policy: str | None = None, target: Sequence[str] | str | None = None) -> Target:
+    if policy is not None and policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
+    if target is None:
+        return reference_target(policy)
+    if isinstance(target, str):
+        return command_target(target, policy)
+    if not target:
+        raise ValueError("target: empty command")
+    return Target(tuple(target), policy, reference=False)
+
+
+def _check_fault(fault: str) -> None:
+    if fault not in FAULTS:
+        raise ValueError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
+    if fault not in SUPPORTED_FAULTS:
+        raise ValueError(f"fault {fault!r} is not supported yet (supported: sigkill)")
+
+
+@contextmanager
+def workdir(keep: Path | None = None) -> Iterator[Path]:
+    """Where children's sessions live during a run (a temp dir unless `keep`)."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep
+        return
+    path = Path(tempfile.mkdtemp(prefix="faultlab-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def reference_run(
+    scenario: str, *, policy: str | None = None, target: Sequence[str] | str | None = None,
+    timeout: float = 60.0, workdir: Path,
+) -> Reference:  # fmt: skip
+    """Run `scenario` once without faults (its boundary occurrences, log, ledger)."""
+    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout)
+    return run_reference(str(Path(scenario).resolve()), load_scenario(scenario), options)
+
+
+def run_single(
+    scenario: str, occurrence: str, *, fault: str = "sigkill", policy: str | None = None,
+    target: Sequence[str] | str | None = None, timeout: float = 60.0, workdir: Path,
+) -> CaseResult:  # fmt: skip
+    """Run one case: the reference run, then `occurrence` killed with `fault`."""
+    name, n = parse_occurrence(occurrence)
+    _check_fault(fault)
+    reference = reference_run(
+        scenario, policy=policy, target=target, timeout=timeout, workdir=workdir
+    )
+    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout)
+    return run_one(Case(reference.scenario_path, f"{name}#{n}", fault), reference, options)
+
+
+def explore_paths(
+    paths: Sequence[str | Path], *, policy: str | None = None,
+    target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
+    timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
+) -> ExploreResult:  # fmt: skip
+    """Every boundary occurrence of every scenario in `paths`, killed with SIGKILL."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    if timeout <= 0:
+        raise ValueError(f"timeout must be positive, not {timeout}")
+    scenarios = load_scenarios(paths)
+    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout)
+    return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress)

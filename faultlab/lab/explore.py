@@ -1,0 +1,157 @@
+# Exploration: every boundary occurrence of every scenario, as found by each
+# scenario's reference run, killed with SIGKILL.  Owns the stable case order,
+# sharding, the worker pool and the interruption path (no child outlives an
+# interrupted exploration).
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from faultlab.lab.model import Case, CaseResult, Violation
+from faultlab.lab.oracle import check_coverage
+from faultlab.lab.runner import LabOptions, Reference, run_case, run_reference
+from faultlab.lab.spawn import kill_all
+from faultlab.probe import parse_occurrence
+from faultlab.scenario import Scenario, load_scenario
+
+__all__ = [
+    "COVERAGE",
+    "ExploreResult",
+    "Shard",
+    "explore",
+    "load_scenarios",
+    "parse_shard",
+    "plan_cases",
+    "run_one",
+]
+
+COVERAGE = "coverage"  # the occurrence name of a scenario's coverage check
+Progress = Callable[[CaseResult, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """Shard `index` (1-based) of `count`."""
+
+    index: int
+    count: int
+
+    def take(self, cases: Sequence[Case]) -> list[Case]:
+        return [case for i, case in enumerate(cases) if i % self.count == self.index - 1]
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str) -> Shard:
+    index, sep, count = text.partition("/")
+    if not sep or not index.isdigit() or not count.isdigit():
+        raise ValueError(f"shard {text!r} must look like K/N, e.g. 1/4")
+    shard = Shard(int(index), int(count))
+    if shard.count < 1 or not 1 <= shard.index <= shard.count:
+        raise ValueError(f"shard {text!r}: K must be between 1 and N")
+    return shard
+
+
+@dataclass(frozen=True, slots=True)
+class ExploreResult:
+    """All case results of one exploration, in case order."""
+
+    results: tuple[CaseResult, ...]
+    references: tuple[Reference, ...]
+    seconds: float
+    shard: Shard | None = None
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.results) and all(r.passed for r in self.results)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for result in self.results:
+            counts[result.verdict] = counts.get(result.verdict, 0) + 1
+        return counts
+
+
+def load_scenarios(paths: Sequence[str | Path]) -> list[tuple[str, Scenario]]:
+    """Load scenario files (directories are searched for *.toml), sorted and unique."""
+    files: list[Path] = []
+    for path in paths:
+        given = Path(path)
+        files.extend(sorted(given.glob("*.toml")) if given.is_dir() else [given])
+    unique = sorted({str(f.resolve()): f for f in files}.items())
+    return [(resolved, load_scenario(shown)) for resolved, shown in unique]
+
+
+def plan_cases(reference: Reference, faults: Sequence[str] = ("sigkill",)) -> list[Case]:
+    """The coverage check, then every occurrence x fault, in trace order."""
+    cases = [Case(reference.scenario_path, COVERAGE, "reference")]
+    for occurrence in reference.occurrences:
+        cases.extend(Case(reference.scenario_path, occurrence, fault) for fault in faults)
+    return cases
+
+
+def _coverage(case: Case, reference: Reference) -> CaseResult:
+    if reference.returncode != 0:
+        detail = reference.stderr.strip().splitlines()[-1:] or ["no output"]
+        violation = Violation(
+            "REFERENCE_FAILED",
+            f"the fault-free run exited with status {reference.returncode}: {detail[0]}",
+            {"status": reference.returncode},
+        )
+        return CaseResult(case, "error", (violation,))
+    violations = check_coverage(reference.scenario, reference.occurrences)
+    return CaseResult(case, "fail" if violations else "pass", tuple(violations))
+
+
+def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    if case.occurrence == COVERAGE:
+        return _coverage(case, reference)
+    return run_case(case, reference, options)
+
+
+def explore(
+    scenarios: Sequence[tuple[str, Scenario]],
+    options: LabOptions,
+    *,
+    jobs: int = 1,
+    shard: Shard | None = None,
+    only: str | None = None,
+    progress: Progress | None = None,
+) -> ExploreResult:
+    """Run every case of `scenarios` (or of shard `shard`); `only` keeps one occurrence."""
+    if jobs < 1:
+        raise ValueError("jobs must be at least 1")
+    started = time.monotonic()
+    executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="faultlab-case")
+    try:
+        references = list(
+            executor.map(lambda item: run_reference(item[0], item[1], options), scenarios)
+        )
+        by_path = {ref.scenario_path: ref for ref in references}
+        cases = [case for ref in references for case in plan_cases(ref)]
+        if only is not None:
+            name, n = parse_occurrence(only)
+            cases = [c for c in cases if c.occurrence == f"{name}#{n}"]
+        if shard is not None:
+            cases = shard.take(cases)
+        futures: list[Future[CaseResult]] = [
+            executor.submit(run_one, case, by_path[case.scenario], options) for case in cases
+        ]
+        results = []
+        for done, future in enumerate(futures, start=1):
+            result = future.result()
+            results.append(result)
+            if progress is not None:
+                progress(result, done, len(futures))
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM) or broken: no child may outlive us.
+        executor.shutdown(wait=False, cancel_futures=True)
+        kill_all()
+        raise
+    executor.shutdown(wait=True)
+    return ExploreResult(tuple(results), tuple(references), time.monotonic() - started, shard)

@@ -1,0 +1,311 @@
+# The lab's own reader of the JSONL session log, format version 1
+# (docs/log-format.md).  It owns one question: what does this file durably say?
+# It splits the bytes into the header, the events, a cut tail and a list of
+# problems (bad header, committed damage, seq gaps and duplicates), and never
+# raises on any input.  Seqs must run contiguously from 0; a corrupt committed
+# line may have held one seq, so it excuses a skip of one in the next good line.
+# It is written from the format description, not from the runtime's reader, on
+# purpose: the oracle must not share the runtime's bugs.
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "BAD_HEADER",
+    "CORRUPT_COMMITTED_LOG",
+    "EVENT_TYPES",
+    "SEQ_DUPLICATE",
+    "SEQ_GAP",
+    "LogEvent",
+    "LogProblem",
+    "LogView",
+    "parse_log",
+    "read_log_file",
+]
+
+CORRUPT_COMMITTED_LOG = "CORRUPT_COMMITTED_LOG"
+SEQ_GAP = "SEQ_GAP"
+SEQ_DUPLICATE = "SEQ_DUPLICATE"
+BAD_HEADER = "BAD_HEADER"
+
+# Version 1 has exactly these ten event types; any other makes a line bad.
+EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        "turn/start",
+        "user/message",
+        "step/start",
+        "step/end",
+        "request/header",
+        "assistant/chunk",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "turn/end",
+    }
+)
+
+_FORMAT = 1
+_NL = b"\n"
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """One good event line: ``line`` is 1-based (the header is line 1), ``offset``
+    the byte offset of the start of the line."""
+
+    seq: int
+    type: str
+    time: float
+    data: dict[str, Any]
+    line: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogProblem:
+    """A defect of the log, at the line and byte offset where it starts."""
+
+    code: str
+    line: int
+    offset: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class LogView:
+    """What a log file durably says.
+
+    ``valid_size`` is where the kept part ends; ``torn_bytes`` (= ``size`` -
+    ``valid_size``) were cut as a torn tail or as damage after the last
+    completed turn.  A log with a bad header keeps nothing and cuts nothing.
+    """
+
+    path: str
+    exists: bool
+    header: dict[str, Any] | None
+    events: tuple[LogEvent, ...]
+    size: int
+    valid_size: int
+    torn_bytes: int
+    problems: tuple[LogProblem, ...]
+
+    @property
+    def session_id(self) -> str | None:
+        if self.header is None:
+            return None
+        value = self.header.get("id")
+        return value if isinstance(value, str) else None
+
+    @property
+    def seqs_ok(self) -> bool:
+        """No problem of any kind: the kept events are a clean, contiguous log."""
+        return not self.problems
+
+    @property
+    def last_turn_open(self) -> bool:
+        """The last ``turn/start`` has no ``turn/end`` after it."""
+        for event in reversed(self.events):
+            if event.type == "turn/end":
+                return False
+            if event.type == "turn/start":
+                return True
+        return False
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _decode_event(raw: bytes) -> dict[str, Any] | str:
+    """The event object of one line, or a description of what is wrong with it."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return f"line is not JSON ({exc})"
+    # Fast path for the hot loop: orjson builds exact dict/int/float/str
+    # objects, and `type(x) is int` also rules out booleans.
+    if type(obj) is dict:
+        kind = obj.get("type")
+        moment = type(obj.get("time"))
+        if (
+            type(obj.get("seq")) is int
+            and type(kind) is str
+            and kind in EVENT_TYPES
+            and (moment is float or moment is int)
+            and type(obj.get("data")) is dict
+        ):
+            return obj
+    return _what_is_wrong(obj)
+
+
+def _what_is_wrong(obj: object) -> str:
+    if not isinstance(obj, dict):
+        return f"line is a JSON {type(obj).__name__}, not an object"
+    if not _is_int(obj.get("seq")):
+        return f"field 'seq' is missing or not an integer ({_show(obj.get('seq'))})"
+    kind = obj.get("type")
+    if not isinstance(kind, str) or kind not in EVENT_TYPES:
+        return f"field 'type' is not one of the ten event types ({_show(kind)})"
+    if not _is_number(obj.get("time")):
+        return f"field 'time' is missing or not a number ({_show(obj.get('time'))})"
+    return f"field 'data' is missing or not an object ({_show(obj.get('data'))})"
+
+
+def _show(value: object) -> str:
+    text = "missing" if value is None else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _header_problem(raw: bytes) -> dict[str, Any] | str:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return f"header is not JSON ({exc})"
+    if not isinstance(obj, dict) or obj.get("type") != "session":
+        return "first line is not a session header"
+    fmt = obj.get("format")
+    if not (_is_int(fmt) and fmt == _FORMAT):
+        return f"header field 'format' is {_show(fmt)}; this reader knows {_FORMAT}"
+    if not isinstance(obj.get("id"), str):
+        return "header field 'id' is missing or not a string"
+    return obj
+
+
+class _LaterTurnEnd:
+    """Lazily finds, once, the start of the last complete line that is a valid
+    ``turn/end`` event, scanning backwards no further than the first bad line.
+    Every later bad line lies after that first one, so one scan answers all."""
+
+    __slots__ = ("_data", "_found", "_start")
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._found: tuple[int, int] | None = None  # (offset, line) of that turn/end
+        self._start = -1  # -1: not scanned yet
+
+    def after(self, offset: int, line: int) -> tuple[int, int] | None:
+        if self._start < 0:
+            self._start = offset
+            self._found = self._scan(offset, line)
+        found = self._found
+        return found if found is not None and found[0] > offset else None
+
+    def _scan(self, floor: int, floor_line: int) -> tuple[int, int] | None:
+        data = self._data
+        end = data.rfind(_NL)
+        while end > floor:
+            start = data.rfind(_NL, 0, end) + 1
+            if start <= floor:
+                return None
+            decoded = _decode_event(data[start:end])
+            if isinstance(decoded, dict) and decoded["type"] == "turn/end":
+                # Line numbers are only needed for the message: count once.
+                return start, floor_line + data.count(_NL, floor, start)
+            end = start - 1
+        return None
+
+
+def parse_log(data: bytes, path: str) -> LogView:
+    """Read a whole log from its bytes. Never raises."""
+    size = len(data)
+    header_end = data.find(_NL)
+    if header_end < 0:
+        return _bad_header(path, True, size, "no complete session header line")
+    header = _header_problem(data[:header_end])
+    if isinstance(header, str):
+        return _bad_header(path, True, size, header)
+
+    events: list[LogEvent] = []
+    problems: list[LogProblem] = []
+    later_end = _LaterTurnEnd(data)
+    expected = 0
+    unread = 0  # corrupt lines since the last good event
+    pos = header_end + 1
+    line = 2
+    valid_size = pos
+    while True:
+        end = data.find(_NL, pos)
+        if end < 0:
+            break  # whatever follows the last newline is a torn tail
+        decoded = _decode_event(data[pos:end])
+        if isinstance(decoded, str):
+            committed = later_end.after(pos, line)
+            if committed is None:
+                break  # damage after the last completed turn: cut from here on
+            what = (
+                f"line {line} (byte {pos}): {decoded}; the turn/end at line {committed[1]} "
+                f"(byte {committed[0]}) after it was committed"
+            )
+            problems.append(LogProblem(CORRUPT_COMMITTED_LOG, line, pos, what))
+            unread += 1
+        else:
+            seq: int = decoded["seq"]
+            # Each corrupt line since the last good one may have held one seq.
+            if seq < expected or seq > expected + unread:
+                code, kind = (SEQ_GAP, "gap") if seq > expected else (SEQ_DUPLICATE, "duplicate")
+                wanted = f"{expected}" if not unread else f"{expected}..{expected + unread}"
+                what = (
+                    f"line {line} (byte {pos}): seq {kind}: seq {seq} where {wanted} was expected"
+                )
+                problems.append(LogProblem(code, line, pos, what))
+            expected = max(expected, seq + 1)
+            unread = 0
+            events.append(
+                LogEvent(
+                    seq=seq,
+                    type=decoded["type"],
+                    time=float(decoded["time"]),
+                    data=decoded["data"],
+                    line=line,
+                    offset=pos,
+                )
+            )
+        pos = end + 1
+        valid_size = pos
+        line += 1
+    return LogView(
+        path=path,
+        exists=True,
+        header=header,
+        events=tuple(events),
+        size=size,
+        valid_size=valid_size,
+        torn_bytes=size - valid_size,
+        problems=tuple(problems),
+    )
+
+
+def read_log_file(path: str | Path) -> LogView:
+    """Read the log at ``path``.  A missing file is ``exists=False`` with no
+    problems; a directory or an unreadable file is a ``BAD_HEADER`` problem."""
+    name = str(path)
+    where = Path(path)
+    try:
+        data = where.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return LogView(name, False, None, (), 0, 0, 0, ())
+    except IsADirectoryError:
+        return _bad_header(name, True, 0, "the path is a directory, not a session log file")
+    except (OSError, ValueError) as exc:
+        return _bad_header(name, _exists(where), 0, f"cannot read the session log ({exc})")
+    return parse_log(data, name)
+
+
+def _exists(where: Path) -> bool:
+    try:
+        return where.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _bad_header(path: str, exists: bool, size: int, what: str) -> LogView:
+    problem = LogProblem(BAD_HEADER, 1, 0, f"line 1 (byte 0): {what}")
+    return LogView(path, exists, None, (), size, 0, 0, (problem,))

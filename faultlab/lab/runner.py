@@ -1,0 +1,221 @@
+# Runs one scenario on a target: the reference (fault-free) run that every
+# case is compared with, and a SIGKILL case: arm the kill point, wait for the
+# child to park there, kill its process group, then let the target repair the
+# crashed session (`--repair-only`) and resume it to completion, and hand
+# everything observed to the oracle.
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from faultlab.lab.logread import LogView, parse_log
+from faultlab.lab.model import Case, CaseResult, Violation
+from faultlab.lab.oracle import Observation, check_case
+from faultlab.lab.spawn import Child, ChildExit, ChildHung
+from faultlab.lab.target import Mode, Target, session_files
+from faultlab.scenario import Scenario
+
+__all__ = ["LabOptions", "Reference", "run_case", "run_reference"]
+
+# Facts that differ between two runs of the same scenario (paths, byte
+# counts that depend on timestamps) and do not describe the state reached.
+_VOLATILE = frozenset({"file", "size", "offset", "bytes", "parked", "keptIn", "dir"})
+
+
+@dataclass(frozen=True, slots=True)
+class LabOptions:
+    """How cases are run."""
+
+    target: Target
+    workdir: Path
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """The fault-free run of a scenario: the baseline of every case."""
+
+    scenario: Scenario
+    scenario_path: str
+    trace: tuple[dict[str, Any], ...]
+    log: LogView
+    ledger: tuple[dict[str, Any], ...]
+    returncode: int
+    stderr: str
+
+    @property
+    def boundaries(self) -> list[dict[str, Any]]:
+        return [m for m in self.trace if "boundary" in m]
+
+    @property
+    def occurrences(self) -> list[str]:
+        return [f"{m['boundary']}#{m['n']}" for m in self.boundaries]
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+
+
+def read_ledger(path: Path) -> tuple[dict[str, Any], ...]:
+    """World-ledger records; a torn or foreign line is skipped (it was never applied)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ()
+    records = []
+    for line in data.split(b"\n"):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return tuple(records)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def _run_to_exit(child: Child, timeout: float) -> ChildExit:
+    with child:
+        parked = child.run_until_parked_or_exit(timeout)
+        if parked is not None:  # nothing is armed, so only a confused target parks
+            child.reply("continue")
+            child.run_until_parked_or_exit(timeout)
+        return child.wait(timeout)
+
+
+def _child(
+    options: LabOptions,
+    scenario: str,
+    session: Path,
+    mode: Mode,
+    name: str,
+    armed: str | None = None,
+) -> Child:
+    argv = options.target.argv(scenario, session, mode)
+    return Child(argv, stderr_path=session.parent / f"{name}.stderr", armed=armed)
+
+
+def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -> Reference:
+    """Run the scenario once without faults and record its trace, log and ledger."""
+    where = options.workdir / "reference" / slug(Path(scenario_path).name)
+    shutil.rmtree(where, ignore_errors=True)
+    session = where / "session"
+    child = _child(options, scenario_path, session, "run", "run")
+    status = _run_to_exit(child, options.timeout)
+    log_path, ledger_path = session_files(session)
+    return Reference(
+        scenario=scenario,
+        scenario_path=scenario_path,
+        trace=tuple(child.trace),
+        log=parse_log(_read(log_path), str(log_path)),
+        ledger=read_ledger(ledger_path),
+        returncode=status.returncode,
+        stderr=status.stderr,
+    )
+
+
+def normalized(message: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in message.items() if k not in _VOLATILE}
+
+
+def _drift(trace: list[dict[str, Any]], reference: Reference) -> str | None:
+    expected = reference.boundaries
+    reached = [m for m in trace if "boundary" in m]
+    for index, message in enumerate(reached):
+        if index >= len(expected):
+            return f"boundary {index + 1} ({message['boundary']}) is past the reference's end"
+        if normalized(message) != normalized(expected[index]):
+            return (
+                f"boundary {index + 1} differs from the reference: "
+                f"{normalized(message)} vs {normalized(expected[index])}"
+            )
+    return None
+
+
+def run_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    """Kill the target at `case.occurrence` with SIGKILL, recover, and check."""
+    started = time.monotonic()
+    where = options.workdir / "cases" / slug(case.id)
+    shutil.rmtree(where, ignore_errors=True)
+    session = where / "session"
+    log_path, ledger_path = session_files(session)
+    artifacts = {"dir": str(where)}
+
+    def result(verdict: Any, violations: list[Violation], detail: str = "") -> CaseResult:
+        return CaseResult(
+            case, verdict, tuple(violations), time.monotonic() - started, detail, artifacts
+        )
+
+    crash = _child(options, case.scenario, session, "run", "crash", armed=case.occurrence)
+    with crash:
+        try:
+            parked = crash.run_until_parked_or_exit(options.timeout)
+        except ChildHung as hung:
+            crash.kill()
+            _write_trace(where / "trace.jsonl", crash.trace)
+            return result("hung", [Violation("CHILD_HUNG", f"{case.occurrence}: {hung}")])
+        drift = _drift(crash.trace, reference)
+        if parked is None:
+            status = crash.wait(options.timeout)
+            drift = f"exited with status {status.returncode} without reaching {case.occurrence}"
+        else:
+            crash.kill()
+            crash.wait(options.timeout)
+    _write_trace(where / "trace.jsonl", crash.trace)
+    artifacts["trace"] = str(where / "trace.jsonl")
+    if drift is not None:
+        return result("drift", [Violation("DRIFT", drift)], drift)
+
+    crashed_bytes = _read(log_path)
+    (where / "crashed.jsonl").write_bytes(crashed_bytes)
+    artifacts["crashed"] = str(where / "crashed.jsonl")
+    crashed = parse_log(crashed_bytes, str(log_path))
+
+    try:
+        repair = _run_to_exit(
+            _child(options, case.scenario, session, "repair", "repair"), options.timeout
+        )
+        repaired_bytes = _read(log_path)
+        (where / "repaired.jsonl").write_bytes(repaired_bytes)
+        artifacts["repaired"] = str(where / "repaired.jsonl")
+        resume = _run_to_exit(
+            _child(options, case.scenario, session, "resume", "resume"), options.timeout
+        )
+    except ChildHung as hung:
+        return result("hung", [Violation("CHILD_HUNG", f"recovery of {case.id}: {hung}")])
+    final_bytes = _read(log_path)
+    (where / "final.jsonl").write_bytes(final_bytes)
+    artifacts["final"] = str(where / "final.jsonl")
+
+    observation = Observation(
+        scenario=reference.scenario,
+        case=case,
+        reference_log=reference.log,
+        reference_ledger=reference.ledger,
+        trace=tuple(crash.trace),
+        crashed=crashed,
+        repaired=parse_log(repaired_bytes, str(log_path)),
+        repair_status=repair,
+        final=parse_log(final_bytes, str(log_path)),
+        resume_status=resume,
+        final_ledger=read_ledger(ledger_path),
+    )
+    violations = check_case(observation)
+    return result("fail" if violations else "pass", violations)
+
+
+def _write_trace(path: Path, trace: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in trace))

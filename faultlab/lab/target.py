@@ -1,0 +1,69 @@
+# What the lab runs: the reference runtime (`python -m faultlab.runtime`) or
+# any command that honours the probe protocol and writes the log format
+# (docs/probe-protocol.md).  A target is called as
+#   CMD SCENARIO --session-dir DIR --session-id ID [--resume [--repair-only]] [--policy P]
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["LEDGER_NAME", "LOG_NAME", "Mode", "Target", "command_target", "reference_target"]
+
+LOG_NAME = "session.jsonl"
+LEDGER_NAME = "world-ledger.jsonl"
+SESSION_ID = "faultlab-case"
+
+Mode = Literal["run", "repair", "resume"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A command to crash-test, and the policy to ask it for (if any)."""
+
+    command: tuple[str, ...]
+    policy: str | None = None
+    reference: bool = True
+
+    def argv(self, scenario: str, session_dir: Path, mode: Mode) -> list[str]:
+        argv = [
+            *self.command,
+            scenario,
+            "--session-dir",
+            str(session_dir),
+            "--session-id",
+            SESSION_ID,
+        ]
+        if mode == "repair":
+            argv += ["--resume", "--repair-only"]
+        elif mode == "resume":
+            argv.append("--resume")
+        if self.policy is not None:
+            argv += ["--policy", self.policy]
+        return argv
+
+    @property
+    def label(self) -> str:
+        shown = "reference runtime" if self.reference else shlex.join(self.command)
+        return shown + (f" (policy {self.policy})" if self.policy else "")
+
+
+def reference_target(policy: str | None = None) -> Target:
+    return Target((sys.executable, "-m", "faultlab.runtime"), policy, reference=True)
+
+
+def command_target(command: str, policy: str | None = None) -> Target:
+    """A user's target command, split like a shell would."""
+    try:
+        parts = tuple(shlex.split(command))
+    except ValueError as exc:
+        raise ValueError(f"--target {command!r}: {exc}") from None
+    if not parts:
+        raise ValueError("--target: empty command")
+    return Target(parts, policy, reference=False)
+
+
+def session_files(session_dir: Path) -> tuple[Path, Path]:
+    return session_dir / LOG_NAME, session_dir / LEDGER_NAME

@@ -202,13 +202,14 @@ def explore(
         if not path.exists():
             raise UserError(f"{path}: no such scenario file or directory")
     made = api.make_target(policy=policy, target=target)
+    loaded = api.load_scenarios(paths)
     _say(
-        f"exploring {len(paths)} path(s) with the {made.label}, {jobs} job(s)"
+        f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
         + (f", shard {shard}" if shard else "")
     )
     with api.workdir() as work:
-        result = api.explore_paths(
-            paths,
+        result = api.explore_scenarios(
+            loaded,
             policy=policy,
             target=target,
             jobs=jobs,

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from faultlab.lab.explore import (
+    COVERAGE,
     ExploreResult,
     Progress,
     Shard,
@@ -20,12 +21,14 @@ from faultlab.lab.model import Case, CaseResult
 from faultlab.lab.runner import LabOptions, Reference, run_reference
 from faultlab.lab.target import Target, command_target, reference_target
 from faultlab.probe import FAULTS, parse_occurrence
-from faultlab.scenario import POLICIES, load_scenario
+from faultlab.scenario import POLICIES, Scenario, load_scenario
 
 __all__ = [
     "SUPPORTED_FAULTS",
     "bundled_scenarios",
     "explore_paths",
+    "explore_scenarios",
+    "load_scenarios",
     "make_target",
     "reference_run",
     "run_single",
@@ -91,13 +94,17 @@ def run_single(
     target: Sequence[str] | str | None = None, timeout: float = 60.0, workdir: Path,
 ) -> CaseResult:  # fmt: skip
     """Run one case: the reference run, then `occurrence` killed with `fault`."""
-    name, n = parse_occurrence(occurrence)
-    _check_fault(fault)
+    if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
+        occurrence, fault = COVERAGE, "reference"
+    else:
+        name, n = parse_occurrence(occurrence)
+        occurrence = f"{name}#{n}"
+        _check_fault(fault)
     reference = reference_run(
         scenario, policy=policy, target=target, timeout=timeout, workdir=workdir
     )
     options = LabOptions(make_target(policy=policy, target=target), workdir, timeout)
-    return run_one(Case(reference.scenario_path, f"{name}#{n}", fault), reference, options)
+    return run_one(Case(reference.scenario_path, occurrence, fault), reference, options)
 
 
 def explore_paths(
@@ -106,10 +113,27 @@ def explore_paths(
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
 ) -> ExploreResult:  # fmt: skip
     """Every boundary occurrence of every scenario in `paths`, killed with SIGKILL."""
+    return explore_scenarios(
+        load_scenarios(paths),
+        policy=policy,
+        target=target,
+        jobs=jobs,
+        shard=shard,
+        timeout=timeout,
+        workdir=workdir,
+        progress=progress,
+    )
+
+
+def explore_scenarios(
+    scenarios: Sequence[tuple[str, Scenario]], *, policy: str | None = None,
+    target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
+    timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
+) -> ExploreResult:  # fmt: skip
+    """`explore_paths` for scenarios already loaded with `load_scenarios`."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     if timeout <= 0:
         raise ValueError(f"timeout must be positive, not {timeout}")
-    scenarios = load_scenarios(paths)
     options = LabOptions(make_target(policy=policy, target=target), workdir, timeout)
     return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress)

@@ -95,15 +95,22 @@ def plan_cases(reference: Reference, faults: Sequence[str] = ("sigkill",)) -> li
     return cases
 
 
+def _reference_failed(case: Case, reference: Reference) -> CaseResult:
+    if reference.hung:
+        message = f"the fault-free run {reference.stderr}"
+        return CaseResult(case, "hung", (Violation("CHILD_HUNG", message),))
+    detail = reference.stderr.strip().splitlines()[-1:] or ["no output"]
+    violation = Violation(
+        "REFERENCE_FAILED",
+        f"the fault-free run exited with status {reference.returncode}: {detail[0]}",
+        {"status": reference.returncode},
+    )
+    return CaseResult(case, "error", (violation,))
+
+
 def _coverage(case: Case, reference: Reference) -> CaseResult:
     if reference.returncode != 0:
-        detail = reference.stderr.strip().splitlines()[-1:] or ["no output"]
-        violation = Violation(
-            "REFERENCE_FAILED",
-            f"the fault-free run exited with status {reference.returncode}: {detail[0]}",
-            {"status": reference.returncode},
-        )
-        return CaseResult(case, "error", (violation,))
+        return _reference_failed(case, reference)
     violations = check_coverage(reference.scenario, reference.occurrences)
     return CaseResult(case, "fail" if violations else "pass", tuple(violations))
 
@@ -111,6 +118,8 @@ def _coverage(case: Case, reference: Reference) -> CaseResult:
 def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
     if case.occurrence == COVERAGE:
         return _coverage(case, reference)
+    if reference.returncode != 0:
+        return _reference_failed(case, reference)
     return run_case(case, reference, options)
 
 

@@ -189,6 +189,7 @@ def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path
     with open(building / "cases.jsonl", "wb") as cases:
         for r in result.results:
             line = {**r.to_json(), "replay": replay_command(r, report_dir), "run": info.run_id}
+            line["artifacts"] = {} if r.passed else {"dir": f"failures/{slug(r.case.id)}"}
             cases.write(orjson.dumps(line) + b"\n")
     (building / "junit.xml").write_bytes(_junit(result))
     (building / "report.md").write_text(_markdown(result, info, report_dir), encoding="utf-8")

@@ -48,6 +48,7 @@ class Reference:
     ledger: tuple[dict[str, Any], ...]
     returncode: int
     stderr: str
+    hung: bool = False
 
     @property
     def boundaries(self) -> list[dict[str, Any]]:
@@ -113,7 +114,12 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
     shutil.rmtree(where, ignore_errors=True)
     session = where / "session"
     child = _child(options, scenario_path, session, "run", "run")
-    status = _run_to_exit(child, options.timeout)
+    hung = False
+    try:
+        status = _run_to_exit(child, options.timeout)
+    except ChildHung as exc:  # killed by _run_to_exit's context; reported, not raised
+        hung = True
+        status = ChildExit(-9, f"hung: {exc}")
     log_path, ledger_path = session_files(session)
     return Reference(
         scenario=scenario,
@@ -123,6 +129,7 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         ledger=read_ledger(ledger_path),
         returncode=status.returncode,
         stderr=status.stderr,
+        hung=hung,
     )
 
 

@@ -92,6 +92,11 @@ _timeout = click.option(
     help="Seconds a child may take to reach its kill point or to exit.",
 )  # fmt: skip
 _json = click.option("--json", "as_json", is_flag=True, help="Machine output on stdout.")
+_spawn = click.option(
+    "--spawn", type=click.Choice(["fork", "exec"]), default="fork", show_default=True,
+    help="fork: children of the reference runtime come from a fork server (fast); "
+    "exec: a fresh interpreter per child (the fidelity reference). --target always execs.",
+)  # fmt: skip
 _report_dir = click.option(
     "--report-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"),
     show_default=True, help="Where reports are written.",
@@ -185,10 +190,11 @@ def _print_summary(result: Any, report: Path | None) -> None:
 @_json
 @_report_dir
 @click.option("--no-report", is_flag=True, help="Write no report.")
+@_spawn
 @_guarded
 def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
-    shard: Any, timeout: float, as_json: bool, report_dir: Path, no_report: bool,
+    shard: Any, timeout: float, as_json: bool, report_dir: Path, no_report: bool, spawn: str,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
@@ -217,6 +223,7 @@ def explore(
             timeout=timeout,
             workdir=work,
             progress=_Progress(),
+            spawn=spawn,
         )
         report = None
         if not no_report:
@@ -253,10 +260,11 @@ def explore(
 @_target
 @_timeout
 @_json
+@_spawn
 @_guarded
 def run(
     scenario: Path, occurrence: str, fault: str, policy: str | None, target: str | None,
-    timeout: float, as_json: bool,
+    timeout: float, as_json: bool, spawn: str,
 ) -> int:  # fmt: skip
     """Run one case and show its timeline."""
     from faultlab.lab import api
@@ -271,6 +279,7 @@ def run(
             target=target,
             timeout=timeout,
             workdir=work,
+            spawn=spawn,
         )
         _say(f"case {result.case.id}: {result.verdict.upper()} in {result.seconds:.2f}s")
         trace_path = Path(result.artifacts.get("trace", ""))
@@ -301,17 +310,24 @@ def run(
 @_target
 @_timeout
 @_json
+@_spawn
 @_guarded
 def boundaries(
-    scenario: Path, policy: str | None, target: str | None, timeout: float, as_json: bool
-) -> int:
+    scenario: Path, policy: str | None, target: str | None, timeout: float, as_json: bool,
+    spawn: str,
+) -> int:  # fmt: skip
     """Dry run: list every boundary occurrence the scenario reaches."""
     from faultlab.lab import api
     from faultlab.lab.oracle import check_coverage
 
     with api.workdir() as work:
         reference = api.reference_run(
-            str(scenario), policy=policy, target=target, timeout=timeout, workdir=work
+            str(scenario),
+            policy=policy,
+            target=target,
+            timeout=timeout,
+            workdir=work,
+            spawn=spawn,
         )
     if reference.returncode != 0:
         _say(f"faultlab: the fault-free run exited with status {reference.returncode}:")
@@ -358,8 +374,9 @@ def inspect(log: Path, scenario: Path | None, as_json: bool) -> int:
 @click.argument("case_id")
 @_report_dir
 @_json
+@_spawn
 @_guarded
-def replay(case_id: str, report_dir: Path, as_json: bool) -> int:
+def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
     """Re-run exactly one recorded case of the newest report."""
     from faultlab.lab import api
     from faultlab.lab.report import find_case, recorded_ids
@@ -379,6 +396,7 @@ def replay(case_id: str, report_dir: Path, as_json: bool) -> int:
             target=info.get("target"),
             timeout=info.get("timeout", 60.0),
             workdir=work,
+            spawn=spawn,
         )
     same = result.verdict == record["verdict"] and list(result.codes) == record["codes"]
     _say(

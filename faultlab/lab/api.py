@@ -82,16 +82,17 @@ def workdir(keep: Path | None = None) -> Iterator[Path]:
 
 def reference_run(
     scenario: str, *, policy: str | None = None, target: Sequence[str] | str | None = None,
-    timeout: float = 60.0, workdir: Path,
+    timeout: float = 60.0, workdir: Path, spawn: str = "fork",
 ) -> Reference:  # fmt: skip
     """Run `scenario` once without faults (its boundary occurrences, log, ledger)."""
-    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout)
+    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
     return run_reference(str(Path(scenario).resolve()), load_scenario(scenario), options)
 
 
 def run_single(
     scenario: str, occurrence: str, *, fault: str = "sigkill", policy: str | None = None,
     target: Sequence[str] | str | None = None, timeout: float = 60.0, workdir: Path,
+    spawn: str = "fork",
 ) -> CaseResult:  # fmt: skip
     """Run one case: the reference run, then `occurrence` killed with `fault`."""
     if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
@@ -101,9 +102,9 @@ def run_single(
         occurrence = f"{name}#{n}"
         _check_fault(fault)
     reference = reference_run(
-        scenario, policy=policy, target=target, timeout=timeout, workdir=workdir
+        scenario, policy=policy, target=target, timeout=timeout, workdir=workdir, spawn=spawn
     )
-    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout)
+    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
     return run_one(Case(reference.scenario_path, occurrence, fault), reference, options)
 
 
@@ -111,6 +112,7 @@ def explore_paths(
     paths: Sequence[str | Path], *, policy: str | None = None,
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
+    spawn: str = "fork",
 ) -> ExploreResult:  # fmt: skip
     """Every boundary occurrence of every scenario in `paths`, killed with SIGKILL."""
     return explore_scenarios(
@@ -122,6 +124,7 @@ def explore_paths(
         timeout=timeout,
         workdir=workdir,
         progress=progress,
+        spawn=spawn,
     )
 
 
@@ -129,11 +132,12 @@ def explore_scenarios(
     scenarios: Sequence[tuple[str, Scenario]], *, policy: str | None = None,
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
+    spawn: str = "fork",
 ) -> ExploreResult:  # fmt: skip
     """`explore_paths` for scenarios already loaded with `load_scenarios`."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     if timeout <= 0:
         raise ValueError(f"timeout must be positive, not {timeout}")
-    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout)
+    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
     return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress)

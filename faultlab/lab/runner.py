@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from faultlab.lab.forkserver import shared_server
 from faultlab.lab.logread import LogView, parse_log
 from faultlab.lab.model import Case, CaseResult, Violation
 from faultlab.lab.oracle import Observation, check_case
@@ -35,6 +36,14 @@ class LabOptions:
     target: Target
     workdir: Path
     timeout: float = 60.0
+    # "fork": children of the reference runtime come from a fork server;
+    # "exec": a fresh interpreter per child (the fidelity reference).  A
+    # --target command is always exec'd.
+    spawn: str = "fork"
+
+    def __post_init__(self) -> None:
+        if self.spawn not in ("fork", "exec"):
+            raise ValueError(f"spawn must be 'fork' or 'exec', not {self.spawn!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,15 +106,22 @@ def _run_to_exit(child: Child, timeout: float) -> ChildExit:
 
 
 def _child(
-    options: LabOptions,
-    scenario: str,
-    session: Path,
-    mode: Mode,
-    name: str,
+    options: LabOptions, scenario: str, session: Path, mode: Mode, name: str,
     armed: str | None = None,
-) -> Child:
+) -> Child:  # fmt: skip
     argv = options.target.argv(scenario, session, mode)
-    return Child(argv, stderr_path=session.parent / f"{name}.stderr", armed=armed)
+    stderr = session.parent / f"{name}.stderr"
+    session.parent.mkdir(parents=True, exist_ok=True)
+    if not options.target.reference:
+        return Child(argv, stderr_path=stderr, armed=armed)  # the user's cwd, as typed
+    # The reference runtime runs in its case directory (scenario paths are
+    # absolute), which also tells whose a process is when sweeping.
+    cwd = str(session.parent)
+    if options.spawn == "fork":
+        tail = argv[len(options.target.command) :]
+        return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, server=shared_server(),
+                     server_argv=tail)  # fmt: skip
+    return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd)
 
 
 def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -> Reference:

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 import psutil
 
+from faultlab.lab.forkserver import ForkedProcess, ForkServer
 from faultlab.probe import ENV_ARM, ENV_FDS
 
 __all__ = ["Child", "ChildExit", "ChildHung", "kill_all", "trimmed_environment"]
@@ -68,7 +69,9 @@ class Child:
     trace: list[dict[str, Any]] = field(default_factory=list)
     parked: dict[str, Any] | None = None
     stragglers: list[str] = field(default_factory=list)
-    _proc: subprocess.Popen[bytes] | None = None
+    server: ForkServer | None = None  # fork from this server instead of exec
+    server_argv: Sequence[str] = ()  # what the server's child runs: runtime arguments
+    _proc: subprocess.Popen[bytes] | ForkedProcess | None = None
     _report_fd: int = -1
     _reply_fd: int = -1
     _buffer: bytes = b""
@@ -83,17 +86,10 @@ class Child:
         env = trimmed_environment({**(self.env or {}), **probe_env})
         self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with open(self.stderr_path, "wb") as stderr:
-                self._proc = subprocess.Popen(
-                    list(self.argv),
-                    stdin=subprocess.DEVNULL,
-                    stdout=stderr,
-                    stderr=stderr,
-                    env=env,
-                    cwd=self.cwd,
-                    pass_fds=(report_w, reply_r),
-                    start_new_session=True,  # its own group: killpg reaches grandchildren
-                )
+            if self.server is not None:
+                self._proc = self._fork(env, report_w, reply_r)
+            else:
+                self._proc = self._exec(env, report_w, reply_r)
         finally:
             # The child's ends belong to the child alone, or EOF never comes.
             os.close(report_w)
@@ -102,6 +98,30 @@ class Child:
         self._reply_fd = reply_w
         os.set_blocking(report_r, False)
         _LIVE.add(self)
+
+    def _fork(self, env: dict[str, str], report_w: int, reply_r: int) -> ForkedProcess:
+        assert self.server is not None
+        stderr = os.open(self.stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            return self.server.spawn(
+                self.server_argv, env=env, report_fd=report_w, reply_fd=reply_r,
+                stderr_fd=stderr, cwd=self.cwd,
+            )  # fmt: skip
+        finally:
+            os.close(stderr)
+
+    def _exec(self, env: dict[str, str], report_w: int, reply_r: int) -> subprocess.Popen[bytes]:
+        with open(self.stderr_path, "wb") as stderr:
+            return subprocess.Popen(
+                list(self.argv),
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                env=env,
+                cwd=self.cwd,
+                pass_fds=(report_w, reply_r),
+                start_new_session=True,  # its own group: killpg reaches grandchildren
+            )
 
     @property
     def pid(self) -> int:
@@ -150,8 +170,13 @@ class Child:
 
     def signal(self, signum: int) -> None:
         """Send a signal to the child's whole process group."""
-        with contextlib.suppress(ProcessLookupError):
+        try:
             os.killpg(self.pid, signum)
+        except ProcessLookupError:
+            # A forked child may not have made its group yet (setsid runs
+            # right after the fork): signal the process itself.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signum)
 
     def kill(self) -> None:
         """SIGKILL the child's process group (never any group we did not create)."""

@@ -25,7 +25,7 @@ from faultlab.runtime.backends import (
 )
 from faultlab.runtime.checkpoints import POLICIES
 from faultlab.runtime.persistence import FlushError
-from faultlab.scenario import ScenarioError, load_scenario
+from faultlab.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["main"]
 
@@ -78,14 +78,16 @@ async def _run(runner: SessionRunner, say: Callable[[str], None]) -> int:
     return EXIT_CODES["ok"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, scenario: Scenario | None = None) -> int:
+    """Run the child; `scenario` is the already parsed file (the fork server's cache)."""
     args = _parser().parse_args(argv)
     if args.repair_only and not args.resume:
         _error("--repair-only needs --resume")
         return EXIT_CODES["usage"]
     try:
         PROBE.attach_from_environ()
-        scenario = load_scenario(args.scenario)
+        if scenario is None:
+            scenario = load_scenario(args.scenario)
     except (ScenarioError, ProbeError) as exc:
         _error(str(exc))
         return EXIT_CODES["usage"]

@@ -1,8 +1,11 @@
 # A crash tester must leave no process behind: not after a full exploration,
 # not when it is interrupted (SIGTERM, Ctrl-C), not even when it is SIGKILLed.
-# Children are recognised by the scenario path, unique to each test.
+# Children are recognised by their working directory (the reference runtime
+# runs in its case directory, under the lab's TMPDIR, unique to each test) or
+# by the scenario path in their command line (exec'd children).
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -14,6 +17,8 @@ import psutil
 import pytest
 
 from faultlab.lab import api
+from faultlab.lab.explore import explore, load_scenarios
+from faultlab.lab.runner import LabOptions
 
 TINY_TOOL = Path(__file__).resolve().parents[1] / "scenarios" / "tiny-tool.toml"
 pytestmark = pytest.mark.realprocess
@@ -21,10 +26,13 @@ pytestmark = pytest.mark.realprocess
 
 def ours(marker: str) -> list[psutil.Process]:
     found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
+    for proc in psutil.process_iter(["cmdline", "status", "cwd"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
         cmdline = " ".join(proc.info["cmdline"] or [])
-        alive = proc.info["status"] != psutil.STATUS_ZOMBIE
-        if marker in cmdline and "faultlab.runtime" in cmdline and alive:
+        if "faultlab.runtime" in cmdline and (
+            marker in cmdline or (proc.info["cwd"] or "").startswith(marker)
+        ):
             found.append(proc)
     return found
 
@@ -49,26 +57,38 @@ def private_scenario(tmp_path: Path) -> Path:
     return copy
 
 
-def test_no_child_outlives_a_full_exploration(tmp_path: Path) -> None:
+def others(proc: psutil.Process) -> bool:
+    return "faultlab.runtime.forkserver" not in " ".join(proc.cmdline())
+
+
+@pytest.mark.parametrize("spawn", ["fork", "exec"])
+def test_no_child_outlives_a_full_exploration(tmp_path: Path, spawn: str) -> None:
     scenario = private_scenario(tmp_path)
-    before = len(psutil.Process().children(recursive=True))
-    result = api.explore_paths([scenario], jobs=2, workdir=tmp_path / "work")
+    before = [p for p in psutil.Process().children(recursive=True) if others(p)]
+    target = api.make_target()
+    options = LabOptions(target, tmp_path / "work", spawn=spawn)
+    result = explore(load_scenarios([scenario]), options, jobs=2)
     assert result.passed
-    assert ours(str(scenario)) == []
-    assert len(psutil.Process().children(recursive=True)) == before
+    assert ours(str(tmp_path)) == []
+    after = [p for p in psutil.Process().children(recursive=True) if others(p)]
+    assert len(after) == len(before)
 
 
+@pytest.mark.parametrize("spawn", ["fork", "exec"])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
-def test_no_child_outlives_an_interrupted_exploration(tmp_path: Path, signum: int) -> None:
+def test_no_child_outlives_an_interrupted_exploration(
+    tmp_path: Path, signum: int, spawn: str
+) -> None:
     scenario = private_scenario(tmp_path)
+    (tmp_path / "tmp").mkdir()
     lab = subprocess.Popen(
         [sys.executable, "-m", "faultlab", "explore", str(scenario), "--jobs", "2",
-         "--no-report"],
+         "--no-report", "--spawn", spawn],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True,
+        start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
     )  # fmt: skip
     try:
-        wait_for_child(str(scenario))
+        wait_for_child(str(tmp_path))
         lab.send_signal(signum)
         _out, err = lab.communicate(timeout=60)
     finally:
@@ -80,4 +100,4 @@ def test_no_child_outlives_an_interrupted_exploration(tmp_path: Path, signum: in
         assert b"interrupted" in err
     # SIGKILL gives the lab no chance to clean up: the children notice that
     # their probe pipe closed and leave on their own, within a moment.
-    assert gone(str(scenario), within=10) == []
+    assert gone(str(tmp_path), within=10) == []

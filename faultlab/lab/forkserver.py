@@ -1,0 +1,181 @@
+# The lab's side of the fork server (faultlab/runtime/forkserver.py): starts
+# the server (by exec, so the lab never imports the runtime), sends it spawn
+# requests with the child's fds, and routes the server's answers (spawned,
+# exited) to the waiting threads.  A forked child is still a real process in
+# its own process group: the lab kills it with SIGKILL to the group; the
+# server is its one reaper and reports the exit status here.
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+__all__ = ["ForkServer", "ForkServerError", "ForkedProcess", "shared_server"]
+
+
+class ForkServerError(RuntimeError):
+    """The fork server could not start or spawn a child."""
+
+
+class ForkedProcess:
+    """A child forked by the server; quacks like the parts of Popen the lab uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._exited = threading.Event()
+
+    def _set_exit(self, status: int) -> None:
+        self.returncode = status
+        self._exited.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._exited.wait(timeout):
+            raise subprocess.TimeoutExpired(f"forked child {self.pid}", timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+
+class ForkServer:
+    """One fork server process and the connection to it."""
+
+    def __init__(self, *, python: str = sys.executable) -> None:
+        lab_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._process = subprocess.Popen(
+                [python, "-m", "faultlab.runtime.forkserver", str(server_end.fileno())],
+                pass_fds=(server_end.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            server_end.close()
+        self._sock = lab_end
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._pending: dict[int, tuple[threading.Event, list[Any]]] = {}
+        self._children: dict[int, ForkedProcess] = {}
+        self._early_exits: dict[int, int] = {}
+        self._closed = False
+        self._reader = threading.Thread(target=self._read, name="faultlab-forkserver", daemon=True)
+        self._reader.start()
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        report_fd: int,
+        reply_fd: int,
+        stderr_fd: int,
+        cwd: str | None = None,
+        timeout: float = 30.0,
+    ) -> ForkedProcess:
+        """Fork a runtime child running `python -m faultlab.runtime *argv`."""
+        request_id = next(self._ids)
+        ready = threading.Event()
+        answer: list[Any] = []
+        message = {"id": request_id, "argv": list(argv), "env": dict(env), "cwd": cwd}
+        with self._lock:
+            if self._closed:
+                raise ForkServerError("the fork server is closed")
+            self._pending[request_id] = (ready, answer)
+            try:
+                socket.send_fds(
+                    self._sock, [orjson.dumps(message)], [report_fd, reply_fd, stderr_fd]
+                )
+            except OSError as exc:
+                del self._pending[request_id]
+                raise ForkServerError(f"the fork server is gone: {exc}") from None
+        if not ready.wait(timeout):
+            raise ForkServerError(f"the fork server did not answer within {timeout:g}s")
+        reply = answer[0]
+        if "pid" not in reply:
+            raise ForkServerError(f"the fork server could not fork: {reply.get('error')}")
+        return self._children[reply["pid"]]
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self._sock.recv(1 << 16)
+            except OSError:
+                data = b""
+            if not data:
+                self._server_gone()
+                return
+            message = orjson.loads(data)
+            with self._lock:
+                if "spawned" in message:
+                    process = ForkedProcess(message["pid"])
+                    self._children[process.pid] = process
+                    early = self._early_exits.pop(process.pid, None)
+                    if early is not None:
+                        process._set_exit(early)
+                    ready, answer = self._pending.pop(message["spawned"])
+                    answer.append(message)
+                    ready.set()
+                elif "failed" in message:
+                    ready, answer = self._pending.pop(message["failed"])
+                    answer.append(message)
+                    ready.set()
+                elif "exited" in message:
+                    child = self._children.pop(message["exited"], None)
+                    if child is None:
+                        self._early_exits[message["exited"]] = message["status"]
+                    else:
+                        child._set_exit(message["status"])
+
+    def _server_gone(self) -> None:
+        with self._lock:
+            self._closed = True
+            for ready, answer in self._pending.values():
+                answer.append({"error": "the fork server exited"})
+                ready.set()
+            self._pending.clear()
+            # Children of a dead server were reparented and will be reaped by
+            # init; they are gone or going (their probe pipes tell them).
+            for child in self._children.values():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child._set_exit(-signal.SIGKILL)
+            self._children.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(10)
+
+
+_shared: ForkServer | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_server() -> ForkServer:
+    """This process's fork server, started on first use and closed at exit."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared._closed:
+            _shared = ForkServer()
+            atexit.register(_shared.close)
+        return _shared

@@ -1,0 +1,204 @@
+# The deliberately broken runtime variants (tests/variants/) as real child
+# processes: each still runs a bundled scenario to completion (the lab must
+# not catch it by accident with a crash), and each shows its bug at one kill
+# point, observed directly in the log and the world ledger after SIGKILL and
+# resume.  These checks do not use the lab's oracle: they make sure the
+# variants the oracle is tested against are really broken, and broken in the
+# way their docstrings say.
+from __future__ import annotations
+
+import itertools
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from faultlab.lab.spawn import Child, ChildExit
+from faultlab.runtime.backends.jsonl_format import read_log
+from faultlab.runtime.events import Event
+from faultlab.scenario import load_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = REPO / "scenarios"
+VARIANTS = REPO / "tests" / "variants"
+pytestmark = pytest.mark.realprocess
+
+# variant -> a bundled scenario it must run to completion
+COMPLETES = {
+    "no_request_checkpoint": "chat.toml",
+    "tool_checkpoint_after_body": "payment.toml",
+    "repair_swaps_classes": "mixed-parallel.toml",
+    "fsync_without_flush": "multi-turn.toml",
+    "compaction_on_resume": "chat.toml",
+    "repair_says_safe": "deploy-careful.toml",
+    "resume_reruns_tools": "nested.toml",
+    "repair_leaves_calls_dangling": "parallel-reads.toml",
+    "repair_not_idempotent": "idempotent-key.toml",
+}
+_runs = itertools.count()
+
+
+def variant(
+    tmp_path: Path, name: str, scenario: str, armed: str | None = None, *extra: str
+) -> Child:
+    argv = [
+        sys.executable,
+        str(VARIANTS / f"{name}.py"),
+        str(SCENARIOS / scenario),
+        "--session-dir",
+        str(tmp_path / "session"),
+        *extra,
+    ]
+    # Run from an unrelated cwd: a variant must find the repository itself.
+    stderr = tmp_path / f"stderr-{next(_runs)}.txt"
+    return Child(argv, stderr_path=stderr, armed=armed, cwd=str(tmp_path))
+
+
+def kill_at(
+    tmp_path: Path, name: str, scenario: str, armed: str, *extra: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    with variant(tmp_path, name, scenario, armed, *extra) as target:
+        parked = target.run_until_parked_or_exit(timeout=60)
+        assert parked is not None, f"never reached {armed}: {target.trace}"
+        target.kill()
+        status = target.wait(timeout=30)
+    assert status.returncode == -signal.SIGKILL, status.stderr
+    return parked, target.trace
+
+
+def resume(tmp_path: Path, name: str, scenario: str) -> ChildExit:
+    with variant(tmp_path, name, scenario, None, "--resume") as target:
+        assert target.run_until_parked_or_exit(timeout=60) is None
+        status = target.wait(timeout=30)
+    assert status.returncode == 0, status.stderr
+    return status
+
+
+def events(tmp_path: Path) -> tuple[Event, ...]:
+    data = (tmp_path / "session" / "session.jsonl").read_bytes()
+    return read_log(data, "session.jsonl").events
+
+
+def ledger(tmp_path: Path) -> list[dict[str, Any]]:
+    path = tmp_path / "session" / "world-ledger.jsonl"
+    if not path.exists():
+        return []
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def results(log: tuple[Event, ...], call_id: str) -> list[dict[str, Any]]:
+    return [e.data for e in log if e.type == "tool/result" and e.data["callId"] == call_id]
+
+
+def test_every_variant_is_covered() -> None:
+    scripts = {p.stem for p in VARIANTS.glob("*.py") if not p.name.startswith("_")}
+    assert scripts == set(COMPLETES)
+
+
+@pytest.mark.parametrize("name", sorted(COMPLETES))
+def test_variant_runs_a_bundled_scenario_to_completion(tmp_path: Path, name: str) -> None:
+    scenario = COMPLETES[name]
+    with variant(tmp_path, name, scenario) as target:
+        assert target.run_until_parked_or_exit(timeout=60) is None
+        status = target.wait(timeout=30)
+    assert status.returncode == 0, status.stderr
+    assert "done:" in status.stderr and "Traceback" not in status.stderr
+    ends = [e.data["reason"]["kind"] for e in events(tmp_path) if e.type == "turn/end"]
+    assert ends == ["completed"] * len(load_scenario(SCENARIOS / scenario).turns)
+    assert any(m.get("boundary") == "turn/durable" for m in target.trace)
+
+
+def test_no_request_checkpoint_calls_the_model_with_no_durable_header(tmp_path: Path) -> None:
+    parked, trace = kill_at(tmp_path, "no_request_checkpoint", "chat.toml", "model/chunk#1")
+    reached = [m for m in trace if m.get("boundary") == "request/durable"]
+    assert [m["requestId"] for m in reached] == [parked["requestId"]] == ["req-t0-s0"]
+    assert not [e for e in events(tmp_path) if e.type == "request/header"]
+
+
+def test_tool_checkpoint_after_body_applies_an_effect_with_no_durable_call(
+    tmp_path: Path,
+) -> None:
+    parked, _ = kill_at(tmp_path, "tool_checkpoint_after_body", "payment.toml", "tool/effect#1")
+    assert [r["callId"] for r in ledger(tmp_path)] == [parked["callId"]]
+    assert not [e for e in events(tmp_path) if e.type == "tool/call"]
+
+
+def test_repair_swaps_classes_misclassifies_both_ways(tmp_path: Path) -> None:
+    # Two parallel reads are durable; the write and the last read never started.
+    kill_at(tmp_path, "repair_swaps_classes", "mixed-parallel.toml", "tool/durable#1")
+    resume(tmp_path, "repair_swaps_classes", "mixed-parallel.toml")
+    log = events(tmp_path)
+    durable = {e.data["callId"] for e in log if e.type == "tool/call"}
+    assert durable == {"call-t0-s0-0", "call-t0-s0-1"}
+    for index in range(4):
+        call_id = f"call-t0-s0-{index}"
+        (result,) = results(log, call_id)
+        wrong = "TOOL_NOT_STARTED" if call_id in durable else "TOOL_OUTCOME_UNKNOWN"
+        assert result["error"]["code"] == wrong
+
+
+def test_fsync_without_flush_loses_a_turn_reported_durable(tmp_path: Path) -> None:
+    _, trace = kill_at(tmp_path, "fsync_without_flush", "chat.toml", "turn/durable#1")
+    flushed = [m for m in trace if m.get("fact") == "flush"]
+    assert flushed and all(m["ok"] for m in flushed)
+    claimed = max(m["last"] for m in flushed) + 1  # events reported durable
+    fsynced = max(m["size"] for m in trace if m.get("fact") == "fsync")
+    assert claimed > 10
+    assert events(tmp_path) == ()  # the file holds the header only
+    assert (tmp_path / "session" / "session.jsonl").stat().st_size < fsynced
+
+
+def test_compaction_on_resume_rewrites_durable_history(tmp_path: Path) -> None:
+    kill_at(tmp_path, "compaction_on_resume", "chat.toml", "step/durable#1")
+    before = [(e.seq, e.type) for e in events(tmp_path)]
+    assert "assistant/chunk" in {t for _, t in before}
+    resume(tmp_path, "compaction_on_resume", "chat.toml")
+    after = [(e.seq, e.type) for e in events(tmp_path)]
+    assert after[: len(before)] != before
+    assert after[4] == (4, "assistant/message")  # was a chunk's seq
+
+
+def test_repair_says_safe_for_a_non_idempotent_charge(tmp_path: Path) -> None:
+    spec = next(t for t in load_scenario(SCENARIOS / "payment.toml").tools)
+    assert spec.name == "charge_card" and not (spec.read_only or spec.idempotent)
+    parked, _ = kill_at(tmp_path, "repair_says_safe", "payment.toml", "tool/durable#1")
+    resume(tmp_path, "repair_says_safe", "payment.toml")
+    (result,) = results(events(tmp_path), parked["callId"])
+    assert result["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+    assert result["error"]["retry"] == "safe"
+    assert "safe to call it again" in result["content"]
+
+
+def test_resume_reruns_tools_applies_a_charge_twice(tmp_path: Path) -> None:
+    parked, _ = kill_at(tmp_path, "resume_reruns_tools", "payment.toml", "tool/effect#1")
+    resume(tmp_path, "resume_reruns_tools", "payment.toml")
+    assert [r["callId"] for r in ledger(tmp_path)] == [parked["callId"]] * 2
+    (result,) = results(events(tmp_path), parked["callId"])
+    assert not result["isError"] and "synthetic" not in result
+
+
+def test_repair_leaves_calls_dangling_never_answers_the_call(tmp_path: Path) -> None:
+    parked, _ = kill_at(tmp_path, "repair_leaves_calls_dangling", "payment.toml", "tool/durable#1")
+    status = resume(tmp_path, "repair_leaves_calls_dangling", "payment.toml")
+    assert "repair: appended 2 event(s)" in status.stderr
+    log = events(tmp_path)
+    assert [e.data["callId"] for e in log if e.type == "tool/call"] == [parked["callId"]]
+    assert results(log, parked["callId"]) == []
+    ends = [e.data["reason"]["kind"] for e in log if e.type == "turn/end"]
+    assert ends == ["interrupted", "completed"]
+
+
+def test_repair_not_idempotent_closes_a_repaired_turn_again(tmp_path: Path) -> None:
+    kill_at(tmp_path, "repair_not_idempotent", "payment.toml", "tool/durable#1")
+    # Crash in repair: the resumed child dies right after its repair is durable.
+    kill_at(tmp_path, "repair_not_idempotent", "payment.toml", "repair/durable#1", "--resume")
+    repaired = events(tmp_path)
+    assert repaired[-1].type == "turn/end"
+    resume(tmp_path, "repair_not_idempotent", "payment.toml")
+    log = events(tmp_path)
+    assert log[: len(repaired)] == repaired
+    again = log[len(repaired)]
+    assert again.type == "turn/end" and again.data == repaired[-1].data

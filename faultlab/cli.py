@@ -41,13 +41,14 @@ def _guarded(command: F) -> F:
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> NoReturn:
+        from faultlab.lab.errors import LabUsageError
         from faultlab.probe import ProbeError
         from faultlab.scenario import ScenarioError
 
         previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             code = command(*args, **kwargs)
-        except (UserError, ScenarioError, ProbeError, ValueError, FileNotFoundError) as exc:
+        except (UserError, ScenarioError, ProbeError, LabUsageError) as exc:
             _say(f"faultlab: error: {exc}")
             code = EXIT_USAGE
         except KeyboardInterrupt:
@@ -228,8 +229,9 @@ def explore(
         report = None
         if not no_report:
             info = RunInfo(
-                new_run_id(), tuple(sys.argv), made.command if target else None, policy, timeout
-            )
+                new_run_id(), tuple(sys.argv), made.command if target else None, policy,
+                timeout, spawn,
+            )  # fmt: skip
             report = write_report(result, info, report_dir)
     _print_summary(result, report)
     if not result.results:
@@ -332,6 +334,14 @@ def boundaries(
     if reference.returncode != 0:
         _say(f"faultlab: the fault-free run exited with status {reference.returncode}:")
         _say(reference.stderr.rstrip())
+        if as_json:
+            _emit_json(
+                {
+                    "occurrences": [],
+                    "error": reference.stderr.strip(),
+                    "status": reference.returncode,
+                }
+            )
         return EXIT_VIOLATIONS
     occurrences = reference.occurrences
     for occurrence in occurrences:
@@ -377,7 +387,10 @@ def inspect(log: Path, scenario: Path | None, as_json: bool) -> int:
 @_spawn
 @_guarded
 def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
-    """Re-run exactly one recorded case of the newest report."""
+    """Re-run exactly one recorded case.
+
+    --report-dir is a run's directory, or a reports directory (its newest run).
+    """
     from faultlab.lab import api
     from faultlab.lab.report import find_case, recorded_ids
 

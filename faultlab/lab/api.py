@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from faultlab.lab.errors import LabUsageError
 from faultlab.lab.explore import (
     COVERAGE,
     ExploreResult,
@@ -44,26 +45,26 @@ def bundled_scenarios() -> Path:
     for candidate in (package / "scenarios", package.parent / "scenarios"):
         if candidate.is_dir():
             return candidate
-    raise FileNotFoundError("the bundled scenarios are missing from this installation")
+    raise LabUsageError("the bundled scenarios are missing from this installation")
 
 
 def make_target(*, policy: str | None = None, target: Sequence[str] | str | None = None) -> Target:
     if policy is not None and policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
+        raise LabUsageError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
     if target is None:
         return reference_target(policy)
     if isinstance(target, str):
         return command_target(target, policy)
     if not target:
-        raise ValueError("target: empty command")
+        raise LabUsageError("target: empty command")
     return Target(tuple(target), policy, reference=False)
 
 
 def _check_fault(fault: str) -> None:
     if fault not in FAULTS:
-        raise ValueError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
+        raise LabUsageError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
     if fault not in SUPPORTED_FAULTS:
-        raise ValueError(f"fault {fault!r} is not supported yet (supported: sigkill)")
+        raise LabUsageError(f"fault {fault!r} is not supported yet (supported: sigkill)")
 
 
 @contextmanager
@@ -136,8 +137,8 @@ def explore_scenarios(
 ) -> ExploreResult:  # fmt: skip
     """`explore_paths` for scenarios already loaded with `load_scenarios`."""
     if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, not {jobs}")
+        raise LabUsageError(f"jobs must be at least 1, not {jobs}")
     if timeout <= 0:
-        raise ValueError(f"timeout must be positive, not {timeout}")
+        raise LabUsageError(f"timeout must be positive, not {timeout}")
     options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
     return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress)

@@ -10,6 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from faultlab.lab.errors import LabUsageError
 from faultlab.lab.model import Case, CaseResult, Violation
 from faultlab.lab.oracle import check_coverage
 from faultlab.lab.runner import LabOptions, Reference, run_case, run_reference
@@ -49,10 +50,10 @@ class Shard:
 def parse_shard(text: str) -> Shard:
     index, sep, count = text.partition("/")
     if not sep or not index.isdigit() or not count.isdigit():
-        raise ValueError(f"shard {text!r} must look like K/N, e.g. 1/4")
+        raise LabUsageError(f"shard {text!r} must look like K/N, e.g. 1/4")
     shard = Shard(int(index), int(count))
     if shard.count < 1 or not 1 <= shard.index <= shard.count:
-        raise ValueError(f"shard {text!r}: K must be between 1 and N")
+        raise LabUsageError(f"shard {text!r}: K must be between 1 and N")
     return shard
 
 
@@ -84,6 +85,14 @@ def load_scenarios(paths: Sequence[str | Path]) -> list[tuple[str, Scenario]]:
         given = Path(path)
         files.extend(sorted(given.glob("*.toml")) if given.is_dir() else [given])
     unique = sorted({str(f.resolve()): f for f in files}.items())
+    names: dict[str, str] = {}
+    for resolved, _shown in unique:
+        other = names.setdefault(Path(resolved).name, resolved)
+        if other != resolved:
+            raise LabUsageError(
+                f"{other} and {resolved} have the same file name; case ids "
+                f"({Path(resolved).name}::...) would collide: rename one"
+            )
     return [(resolved, load_scenario(shown)) for resolved, shown in unique]
 
 
@@ -134,7 +143,7 @@ def explore(
 ) -> ExploreResult:
     """Run every case of `scenarios` (or of shard `shard`); `only` keeps one occurrence."""
     if jobs < 1:
-        raise ValueError("jobs must be at least 1")
+        raise LabUsageError("jobs must be at least 1")
     started = time.monotonic()
     executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="faultlab-case")
     try:

@@ -104,9 +104,9 @@ class ForkServer:
         if not ready.wait(timeout):
             raise ForkServerError(f"the fork server did not answer within {timeout:g}s")
         reply = answer[0]
-        if "pid" not in reply:
+        if not isinstance(reply, ForkedProcess):
             raise ForkServerError(f"the fork server could not fork: {reply.get('error')}")
-        return self._children[reply["pid"]]
+        return reply
 
     def _read(self) -> None:
         while True:
@@ -125,8 +125,10 @@ class ForkServer:
                     early = self._early_exits.pop(process.pid, None)
                     if early is not None:
                         process._set_exit(early)
+                    # Hand over the object itself: its exit may be reported
+                    # (and it may leave _children) before the spawner wakes up.
                     ready, answer = self._pending.pop(message["spawned"])
-                    answer.append(message)
+                    answer.append(process)
                     ready.set()
                 elif "failed" in message:
                     ready, answer = self._pending.pop(message["failed"])

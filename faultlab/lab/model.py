@@ -46,7 +46,6 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "DRIFT": ("lab", "the crash run did not reach its kill point the way the reference did"),
     "CHILD_HUNG": ("lab", "the target neither reached its kill point nor exited in time"),
     "REFERENCE_FAILED": ("lab", "the fault-free run of the scenario did not complete"),
-    "NO_CASES": ("coverage", "nothing was checked"),
 }
 
 

@@ -125,7 +125,7 @@ def check_durability(obs: Observation) -> list[Violation]:
     calls = {
         e.data.get("callId")
         for e in events
-        if e.type == "tool/call" and "parentCallId" not in e.data
+        if e.type == "tool/call" and e.data.get("parentCallId") is None
     }
     for message in _passed(obs.trace, "tool/durable"):
         if message.get("parentCallId") is not None:
@@ -209,6 +209,7 @@ def check_repair(obs: Observation) -> list[Violation]:
                     {"callId": want.call_id, "retry": error.get("retry")},
                 )
             )
+    found.extend(_closers(expected.close_step, expected.close_turn, added))
     for problem in check_history(obs.repaired.events):
         found.append(
             Violation(
@@ -343,4 +344,26 @@ def check_coverage(scenario: Scenario, reached: Sequence[str]) -> list[Violation
                     {"boundary": declared},
                 )
             )
+    return found
+
+
+def _closers(step: int | None, turn: int | None, added: Sequence[LogEvent]) -> list[Violation]:
+    """Repair closes the open step and ends the open turn as interrupted."""
+    found = []
+    if step is not None and not any(
+        e.type == "step/end" and e.data.get("step") == step for e in added
+    ):
+        found.append(Violation(
+            "REPAIR_MISCLASSIFIED", f"repair left step {step} of the crashed turn open",
+            {"step": step},
+        ))  # fmt: skip
+    if turn is not None:
+        ends = [e for e in added if e.type == "turn/end" and e.data.get("turn") == turn]
+        kinds = [(e.data.get("reason") or {}).get("kind") for e in ends]
+        if kinds != ["interrupted"]:
+            found.append(Violation(
+                "REPAIR_MISCLASSIFIED",
+                f"repair should end turn {turn} once as interrupted; it wrote {kinds or 'none'}",
+                {"turn": turn, "kinds": kinds},
+            ))  # fmt: skip
     return found

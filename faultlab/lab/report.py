@@ -37,6 +37,7 @@ class RunInfo:
     target: tuple[str, ...] | None  # None: the reference runtime
     policy: str | None
     timeout: float
+    spawn: str = "fork"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +46,7 @@ class RunInfo:
             "target": list(self.target) if self.target else None,
             "policy": self.policy,
             "timeout": self.timeout,
+            "spawn": self.spawn,
         }
 
 
@@ -52,8 +54,9 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
-def replay_command(result: CaseResult, report_dir: Path) -> str:
-    return shlex.join(["faultlab", "replay", result.case.id, "--report-dir", str(report_dir)])
+def replay_command(result: CaseResult, run_dir: Path) -> str:
+    """The command that re-runs `result`'s case from the report in `run_dir`."""
+    return shlex.join(["faultlab", "replay", result.case.id, "--report-dir", str(run_dir)])
 
 
 def _dumps(value: Any) -> bytes:
@@ -147,8 +150,8 @@ with tempfile.TemporaryDirectory() as work:
 
 def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir: Path) -> None:
     into.mkdir(parents=True)
-    source = Path(result.artifacts.get("dir", ""))
-    if source.is_dir():
+    source = Path(result.artifacts["dir"]) if "dir" in result.artifacts else None
+    if source is not None and source.is_dir():
         for item in source.iterdir():
             if item.is_file():
                 shutil.copy2(item, into / item.name)
@@ -170,7 +173,7 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
 def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path:
     """Write the run's report; return its directory."""
     report_dir.mkdir(parents=True, exist_ok=True)
-    final = report_dir / info.run_id
+    final = report_dir.resolve() / info.run_id
     building = report_dir / f".{info.run_id}.tmp"
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir()
@@ -188,14 +191,14 @@ def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path
     (building / "summary.json").write_bytes(_dumps(summary))
     with open(building / "cases.jsonl", "wb") as cases:
         for r in result.results:
-            line = {**r.to_json(), "replay": replay_command(r, report_dir), "run": info.run_id}
+            line = {**r.to_json(), "replay": replay_command(r, final), "run": info.run_id}
             line["artifacts"] = {} if r.passed else {"dir": f"failures/{slug(r.case.id)}"}
             cases.write(orjson.dumps(line) + b"\n")
     (building / "junit.xml").write_bytes(_junit(result))
-    (building / "report.md").write_text(_markdown(result, info, report_dir), encoding="utf-8")
+    (building / "report.md").write_text(_markdown(result, info, final), encoding="utf-8")
     for r in result.results:
         if not r.passed:
-            _failure_artifacts(r, building / "failures" / slug(r.case.id), info, report_dir)
+            _failure_artifacts(r, building / "failures" / slug(r.case.id), info, final)
     (building / "run.json").write_bytes(_dumps(info.to_json()))
     os.replace(building, final)
     _point_latest(report_dir, info.run_id)
@@ -211,9 +214,15 @@ def _point_latest(report_dir: Path, run_id: str) -> None:
     os.replace(temp, link)
 
 
+def _run_dir(report_dir: Path) -> Path:
+    """A run's own directory, or the newest run of a reports directory."""
+    return report_dir if (report_dir / "cases.jsonl").is_file() else report_dir / "latest"
+
+
 def find_case(report_dir: Path, case_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """The recorded case `case_id` of the newest report, with its run's options."""
-    run = report_dir / "latest"
+    """The recorded case `case_id` (of a run directory, or the newest run), with its
+    run's options."""
+    run = _run_dir(report_dir)
     try:
         info = orjson.loads((run / "run.json").read_bytes())
         lines = (run / "cases.jsonl").read_bytes().splitlines()
@@ -228,7 +237,7 @@ def find_case(report_dir: Path, case_id: str) -> tuple[dict[str, Any], dict[str,
 
 def recorded_ids(report_dir: Path) -> Sequence[str]:
     try:
-        lines = (report_dir / "latest" / "cases.jsonl").read_bytes().splitlines()
+        lines = (_run_dir(report_dir) / "cases.jsonl").read_bytes().splitlines()
     except OSError:
         return []
     return [orjson.loads(line).get("id", "") for line in lines]

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from faultlab.lab.errors import LabUsageError
 from faultlab.lab.forkserver import shared_server
 from faultlab.lab.logread import LogView, parse_log
 from faultlab.lab.model import Case, CaseResult, Violation
@@ -43,7 +44,7 @@ class LabOptions:
 
     def __post_init__(self) -> None:
         if self.spawn not in ("fork", "exec"):
-            raise ValueError(f"spawn must be 'fork' or 'exec', not {self.spawn!r}")
+            raise LabUsageError(f"spawn must be 'fork' or 'exec', not {self.spawn!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from faultlab.lab.errors import LabUsageError
+
 __all__ = ["LEDGER_NAME", "LOG_NAME", "Mode", "Target", "command_target", "reference_target"]
 
 LOG_NAME = "session.jsonl"
@@ -59,9 +61,9 @@ def command_target(command: str, policy: str | None = None) -> Target:
     try:
         parts = tuple(shlex.split(command))
     except ValueError as exc:
-        raise ValueError(f"--target {command!r}: {exc}") from None
+        raise LabUsageError(f"--target {command!r}: {exc}") from None
     if not parts:
-        raise ValueError("--target: empty command")
+        raise LabUsageError("--target: empty command")
     return Target(parts, policy, reference=False)
 
 

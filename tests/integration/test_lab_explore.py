@@ -4,6 +4,8 @@
 # recorded verdict.
 from __future__ import annotations
 
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ pytestmark = pytest.mark.realprocess
 
 def invoke(*args: str) -> tuple[int, Any, str]:
     result = CliRunner().invoke(main, list(args))
+    assert result.exit_code in (0, 1), result.stderr  # never a usage or internal error
     data = orjson.loads(result.stdout) if result.stdout.strip() else None
     return result.exit_code, data, result.stderr
 
@@ -121,3 +124,48 @@ def test_shards_partition_the_cases_exactly_and_in_order() -> None:
     merged = [shards[i % 3][i // 3] for i in range(len(ids))]
     assert merged == ids
     assert sorted(i for shard in shards for i in shard) == sorted(ids) and len(set(ids)) == len(ids)
+
+
+def test_repro_script_reproduces_a_failure_standalone(
+    turn_only_run: tuple[int, Any, Path], tmp_path: Path
+) -> None:
+    _code, data, reports = turn_only_run
+    failing = next(c for c in data["cases"] if c["verdict"] == "fail")
+    line = next(
+        orjson.loads(raw)
+        for raw in (reports / "latest" / "cases.jsonl").read_bytes().splitlines()
+        if orjson.loads(raw)["id"] == failing["id"]
+    )
+    repro = reports / "latest" / line["artifacts"]["dir"] / "repro.py"
+    done = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "fail" in done.stdout
+
+
+def test_inspect_shows_the_repair_a_crashed_log_needs(tmp_path: Path) -> None:
+    from faultlab.lab.spawn import Child
+
+    argv = [sys.executable, "-m", "faultlab.runtime", TINY_TOOL, "--session-dir",
+            str(tmp_path / "s")]  # fmt: skip
+    with Child(argv, stderr_path=tmp_path / "err", armed="tool/effect#1") as child:
+        assert child.run_until_parked_or_exit(60) is not None
+        child.kill()
+        child.wait(30)
+    code, data, stderr = invoke("inspect", str(tmp_path / "s"), "--scenario", TINY_TOOL, "--json")
+    assert code == 0, stderr
+    assert data["openTurn"] is True and data["healthy"] is True
+    assert [(r["code"], r["retry"]) for r in data["expectedRepair"]] == [
+        ("TOOL_OUTCOME_UNKNOWN", "verify")
+    ]
+    assert "crash repair would append" in stderr
+
+
+def test_two_scenarios_with_one_file_name_are_refused(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.toml").write_text(Path(TINY).read_text())
+    result = CliRunner().invoke(
+        main, ["explore", str(tmp_path / "a" / "x.toml"), str(tmp_path / "b" / "x.toml")]
+    )
+    assert result.exit_code == 2 and "same file name" in result.stderr

@@ -48,6 +48,10 @@ class WorldLedger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         existed = self.path.exists()
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if existed and os.path.getsize(self.path) and not self.path.read_bytes().endswith(b"\n"):
+            # A torn last record was never applied; end its line so the next
+            # record is not glued to it (and lost to the reader).
+            os.write(self._fd, b"\n")
         if not existed:  # the world must not forget the file that records it
             directory = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
             try:

@@ -175,3 +175,13 @@ def test_ledger_applies_each_idempotency_key_once_and_survives_reopen(tmp_path: 
     assert not reopened.apply(call_id="c", tool="invoice", arguments={}, key="c")
     assert (reopened.count("pay"), reopened.count("invoice")) == (2, 1)
     reopened.close()
+
+
+def test_a_torn_ledger_record_does_not_swallow_the_next(tmp_path: Path) -> None:
+    path = tmp_path / "world.jsonl"
+    path.write_bytes(b'{"callId":"a","tool":"pay","arguments":{},"key":null}\n{"callId":"b","to')
+    ledger = WorldLedger(path)
+    assert ledger.count("pay") == 1
+    ledger.apply(call_id="c", tool="pay", arguments={}, key=None)
+    ledger.close()
+    assert WorldLedger(path).count("pay") == 2

@@ -7,8 +7,9 @@ another `turn/end {interrupted}`, and a crash after a repair is committed
 (before the resumed turn is durable) grows the log on every load.
 
 The oracle must report: REPAIR_NOT_IDEMPOTENT (G8).
-Shows at: payment.toml tool/durable#1, then the resumed child killed at
-repair/durable#1 (crash-in-repair), then a second resume: two turn/end.
+Shows at: payment.toml tool/durable#1 (the lab loads the repaired log again);
+by hand: kill there, kill the resumed child at repair/durable#1
+(crash-in-repair), resume again: two turn/end {interrupted} for turn 0.
 """
 
 from __future__ import annotations

@@ -1,0 +1,32 @@
+# The README's main job, as CI runs it: every SIGKILL case of every bundled
+# scenario.  Under the semantic policy every guarantee holds and every
+# declared boundary is reached; under turn-only the oracle fails with the
+# codes the design predicts (so it is known to be able to fail).
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faultlab.lab import api
+
+pytestmark = pytest.mark.realprocess
+
+
+def test_every_bundled_case_passes_under_the_semantic_policy(tmp_path: Path) -> None:
+    result = api.explore_paths([api.bundled_scenarios()], jobs=2, workdir=tmp_path)
+    failing = [(r.case.id, r.codes) for r in result.results if not r.passed]
+    assert failing == []
+    coverage = [r for r in result.results if r.case.occurrence == "coverage"]
+    assert len(coverage) >= 10 and all(r.passed for r in coverage)
+    assert len(result.results) > 400
+
+
+def test_turn_only_fails_on_the_bundled_scenarios_as_predicted(tmp_path: Path) -> None:
+    scenarios = [api.bundled_scenarios() / name for name in ("payment.toml", "chat.toml")]
+    result = api.explore_paths(scenarios, policy="turn-only", jobs=2, workdir=tmp_path)
+    codes = {code for r in result.results for code in r.codes}
+    assert not result.passed
+    assert {"REQUEST_ENVELOPE_LOST", "TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"} <= codes
+    # Killed before its first request, or after the turn ended, turn-only loses nothing.
+    assert all(r.passed for r in result.results if r.case.occurrence.startswith("turn/started"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import signal
 import sys
 import traceback
@@ -30,7 +31,9 @@ from faultlab.scenario import Scenario, ScenarioError, load_scenario
 __all__ = ["main"]
 
 
+@functools.cache
 def _parser() -> argparse.ArgumentParser:
+    # Built once: a forked child (faultlab/runtime/forkserver.py) inherits it.
     parser = argparse.ArgumentParser(
         prog="python -m faultlab.runtime",
         description="Run a faultlab scenario on the reference agent runtime.",
@@ -76,6 +79,11 @@ async def _run(runner: SessionRunner, say: Callable[[str], None]) -> int:
         return EXIT_CODES["stopped"]
     say(f"done: {outcome.turns} turn(s), log {outcome.log_path}")
     return EXIT_CODES["ok"]
+
+
+def warm_up() -> None:
+    """Do once what every run does first (for the fork server, before it forks)."""
+    _parser()
 
 
 def main(argv: list[str] | None = None, *, scenario: Scenario | None = None) -> int:

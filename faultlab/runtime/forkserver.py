@@ -15,6 +15,7 @@
 # own when their probe pipes close.
 from __future__ import annotations
 
+import gc
 import os
 import selectors
 import signal
@@ -113,6 +114,10 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> bool:
 
 def serve(fd: int) -> None:
     sock = socket.socket(fileno=fd)
+    entry.warm_up()
+    # Objects that exist now live as long as the server: keep the collector
+    # off them, so children do not copy their pages just to scan them.
+    gc.freeze()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)

@@ -4,22 +4,29 @@
 # codes the design predicts (so it is known to be able to fail).
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from faultlab.lab import api
+from faultlab.lab.report import RunInfo, write_report
 
 pytestmark = pytest.mark.realprocess
 
 
 def test_every_bundled_case_passes_under_the_semantic_policy(tmp_path: Path) -> None:
-    result = api.explore_paths([api.bundled_scenarios()], jobs=2, workdir=tmp_path)
+    result = api.explore_paths([api.bundled_scenarios()], jobs=2, workdir=tmp_path / "work")
     failing = [(r.case.id, r.codes) for r in result.results if not r.passed]
     assert failing == []
     coverage = [r for r in result.results if r.case.occurrence == "coverage"]
     assert len(coverage) >= 10 and all(r.passed for r in coverage)
     assert len(result.results) > 400
+    run = write_report(result, RunInfo("bundled", ("faultlab", "explore"), None, None, 60.0),
+                       tmp_path / "reports")  # fmt: skip
+    suite = ET.parse(run / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert len(suite.findall("testcase")) == int(suite.get("tests", "0")) == len(result.results)
 
 
 def test_turn_only_fails_on_the_bundled_scenarios_as_predicted(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 # raises; a truncated valid log reads as a prefix of its events).
 from __future__ import annotations
 
-import types
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faultlab.lab import logread
 from faultlab.lab.logread import (
     BAD_HEADER,
     CORRUPT_COMMITTED_LOG,
@@ -376,37 +376,68 @@ def test_an_empty_file_is_a_bad_header(tmp_path: Path) -> None:
 # --- linear work -----------------------------------------------------------------------
 
 
-def counting_orjson(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def counting_loads() -> tuple[list[int], Callable[[bytes], Any]]:
     calls = [0]
 
     def loads(raw: bytes) -> Any:
         calls[0] += 1
         return orjson.loads(raw)
 
-    shim = types.SimpleNamespace(loads=loads, JSONDecodeError=orjson.JSONDecodeError)
-    monkeypatch.setattr(logread, "orjson", shim)
-    return calls
+    return calls, loads
 
 
-def test_many_committed_bad_lines_cost_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_many_committed_bad_lines_cost_linear_work() -> None:
     n = 3000
     data = HEADER + lines(TURN[:1]) + b"{bad\n" * n + lines(TURN[1:], first=1)
-    calls = counting_orjson(monkeypatch)
-    view = parse_log(data, "s")
+    calls, loads = counting_loads()
+    view = parse_log(data, "s", loads=loads)
     assert len(view.problems) == n
     lines_in_file = data.count(b"\n")
-    assert calls[0] <= 2 * lines_in_file + 2
+    assert 0 < calls[0] <= 2 * lines_in_file + 2
 
 
-def test_damage_near_the_end_of_a_big_log_scans_back_only_to_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_damage_near_the_end_of_a_big_log_scans_back_only_to_it() -> None:
     body = b"".join(line(i, "assistant/chunk", {"turn": 0}) for i in range(5000))
     data = HEADER + body + b"{bad\n" + b"{worse\n" * 3
-    calls = counting_orjson(monkeypatch)
-    view = parse_log(data, "s")
+    calls, loads = counting_loads()
+    view = parse_log(data, "s", loads=loads)
     assert view.problems == () and len(view.events) == 5000
     assert calls[0] <= 5000 + 1 + 1 + 3 + 1
+
+
+# --- the decoder -------------------------------------------------------------------
+
+
+def test_the_standard_library_decoder_reads_the_same_log(tmp_path: Path) -> None:
+    # `faultlab bench` compares orjson with json: both must see the same log,
+    # including a committed bad line (the later turn/end scan) and a torn tail.
+    data = (
+        HEADER
+        + lines(TURN[:3])
+        + line(3, "request/header", {"turn": 0, "step": 0, "envelope": {"digest": "ab"}})
+        + line(4, "assistant/chunk", {"turn": 0, "step": 0, "index": 0, "delta": "héllo \u2028"})
+        + b"{bad\n"
+        + lines(TURN[6:], first=6)
+        + lines(TURN[:2], first=10)
+        + b'{"seq":12,"ty'
+    )
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(data)
+    fast, slow = parse_log(data, "s"), parse_log(data, "s", loads=json.loads)
+    assert slow.events == fast.events and slow.header == fast.header
+    assert (slow.size, slow.valid_size, slow.torn_bytes) == (
+        fast.size,
+        fast.valid_size,
+        fast.torn_bytes,
+    )
+    # The decoders word their errors differently; where and what is the same.
+    where = [(p.code, p.line, p.offset) for p in fast.problems]
+    assert [(p.code, p.line, p.offset) for p in slow.problems] == where
+    assert codes(slow) == [CORRUPT_COMMITTED_LOG] and slow.torn_bytes == len(b'{"seq":12,"ty')
+    assert [event.seq for event in slow.events] == [0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11]
+    assert read_log_file(path, loads=json.loads).events == fast.events
+    bad_header = b"{nope\n" + lines(TURN)
+    assert codes(parse_log(bad_header, "s", loads=json.loads)) == [BAD_HEADER]
 
 
 # --- properties ----------------------------------------------------------------------

@@ -5,9 +5,12 @@
 # raises on any input.  Seqs must run contiguously from 0; a corrupt committed
 # line may have held one seq, so it excuses a skip of one in the next good line.
 # It is written from the format description, not from the runtime's reader, on
-# purpose: the oracle must not share the runtime's bugs.
+# purpose: the oracle must not share the runtime's bugs.  Every line is decoded
+# by one `loads` function (orjson by default; `faultlab bench` passes the
+# standard library's to compare).
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,12 @@ EVENT_TYPES: frozenset[str] = frozenset(
 
 _FORMAT = 1
 _NL = b"\n"
+
+Loads = Callable[[bytes], Any]
+# What a `loads` may raise on a bad line: orjson.JSONDecodeError and
+# json.JSONDecodeError are ValueErrors (as is a UnicodeDecodeError); the
+# standard library's decoder raises RecursionError on very deep nesting.
+_DECODE_ERRORS = (ValueError, RecursionError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +133,13 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _decode_event(raw: bytes) -> dict[str, Any] | str:
+def _decode_event(raw: bytes, loads: Loads) -> dict[str, Any] | str:
     """The event object of one line, or a description of what is wrong with it."""
     try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        obj = loads(raw)
+    except _DECODE_ERRORS as exc:
         return f"line is not JSON ({exc})"
-    # Fast path for the hot loop: orjson builds exact dict/int/float/str
+    # Fast path for the hot loop: orjson and json build exact dict/int/float/str
     # objects, and `type(x) is int` also rules out booleans.
     if type(obj) is dict:
         kind = obj.get("type")
@@ -164,10 +173,10 @@ def _show(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _header_problem(raw: bytes) -> dict[str, Any] | str:
+def _header_problem(raw: bytes, loads: Loads) -> dict[str, Any] | str:
     try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        obj = loads(raw)
+    except _DECODE_ERRORS as exc:
         return f"header is not JSON ({exc})"
     if not isinstance(obj, dict) or obj.get("type") != "session":
         return "first line is not a session header"
@@ -184,10 +193,11 @@ class _LaterTurnEnd:
     ``turn/end`` event, scanning backwards no further than the first bad line.
     Every later bad line lies after that first one, so one scan answers all."""
 
-    __slots__ = ("_data", "_found", "_start")
+    __slots__ = ("_data", "_found", "_loads", "_start")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, loads: Loads) -> None:
         self._data = data
+        self._loads = loads
         self._found: tuple[int, int] | None = None  # (offset, line) of that turn/end
         self._start = -1  # -1: not scanned yet
 
@@ -205,7 +215,7 @@ class _LaterTurnEnd:
             start = data.rfind(_NL, 0, end) + 1
             if start <= floor:
                 return None
-            decoded = _decode_event(data[start:end])
+            decoded = _decode_event(data[start:end], self._loads)
             if isinstance(decoded, dict) and decoded["type"] == "turn/end":
                 # Line numbers are only needed for the message: count once.
                 return start, floor_line + data.count(_NL, floor, start)
@@ -213,19 +223,21 @@ class _LaterTurnEnd:
         return None
 
 
-def parse_log(data: bytes, path: str) -> LogView:
-    """Read a whole log from its bytes. Never raises."""
+def parse_log(data: bytes, path: str, *, loads: Loads = orjson.loads) -> LogView:
+    """Read a whole log from its bytes, each line decoded with ``loads``.  Never
+    raises (for a ``loads`` that signals a bad line with ValueError, as orjson's
+    and the standard library's do)."""
     size = len(data)
     header_end = data.find(_NL)
     if header_end < 0:
         return _bad_header(path, True, size, "no complete session header line")
-    header = _header_problem(data[:header_end])
+    header = _header_problem(data[:header_end], loads)
     if isinstance(header, str):
         return _bad_header(path, True, size, header)
 
     events: list[LogEvent] = []
     problems: list[LogProblem] = []
-    later_end = _LaterTurnEnd(data)
+    later_end = _LaterTurnEnd(data, loads)
     expected = 0
     unread = 0  # corrupt lines since the last good event
     pos = header_end + 1
@@ -235,7 +247,7 @@ def parse_log(data: bytes, path: str) -> LogView:
         end = data.find(_NL, pos)
         if end < 0:
             break  # whatever follows the last newline is a torn tail
-        decoded = _decode_event(data[pos:end])
+        decoded = _decode_event(data[pos:end], loads)
         if isinstance(decoded, str):
             committed = later_end.after(pos, line)
             if committed is None:
@@ -283,9 +295,10 @@ def parse_log(data: bytes, path: str) -> LogView:
     )
 
 
-def read_log_file(path: str | Path) -> LogView:
-    """Read the log at ``path``.  A missing file is ``exists=False`` with no
-    problems; a directory or an unreadable file is a ``BAD_HEADER`` problem."""
+def read_log_file(path: str | Path, *, loads: Loads = orjson.loads) -> LogView:
+    """Read the log at ``path`` (lines decoded with ``loads``).  A missing file is
+    ``exists=False`` with no problems; a directory or an unreadable file is a
+    ``BAD_HEADER`` problem."""
     name = str(path)
     where = Path(path)
     try:
@@ -296,7 +309,7 @@ def read_log_file(path: str | Path) -> LogView:
         return _bad_header(name, True, 0, "the path is a directory, not a session log file")
     except (OSError, ValueError) as exc:
         return _bad_header(name, _exists(where), 0, f"cannot read the session log ({exc})")
-    return parse_log(data, name)
+    return parse_log(data, name, loads=loads)
 
 
 def _exists(where: Path) -> bool:

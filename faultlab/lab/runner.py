@@ -57,6 +57,7 @@ class Reference:
     log: LogView
     ledger: tuple[dict[str, Any], ...]
     returncode: int
+    log_bytes: bytes  # the whole log file as the fault-free run left it
     stderr: str
     hung: bool = False
 
@@ -138,11 +139,13 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         hung = True
         status = ChildExit(-9, f"hung: {exc}")
     log_path, ledger_path = session_files(session)
+    log_bytes = _read(log_path)
     return Reference(
         scenario=scenario,
         scenario_path=scenario_path,
         trace=tuple(child.trace),
-        log=parse_log(_read(log_path), str(log_path)),
+        log=parse_log(log_bytes, str(log_path)),
+        log_bytes=log_bytes,
         ledger=read_ledger(ledger_path),
         returncode=status.returncode,
         stderr=status.stderr,

@@ -187,6 +187,11 @@ def _print_summary(result: Any, report: Path | None) -> None:
     help="Cases run in parallel.",
 )
 @click.option("--shard", callback=_shard, metavar="K/N", help="Run only shard K of N.")
+@click.option(
+    "--faults", default="all", show_default=True, metavar="LIST|all",
+    help="Comma-separated faults to inject (sigkill, power-loss, torn-write, io-error, "
+    "cancel-in-checkpoint, sigterm, crash-in-repair, second-writer), or all.",
+)  # fmt: skip
 @_timeout
 @_json
 @_report_dir
@@ -196,6 +201,7 @@ def _print_summary(result: Any, report: Path | None) -> None:
 def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
     shard: Any, timeout: float, as_json: bool, report_dir: Path, no_report: bool, spawn: str,
+    faults: str,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
@@ -209,6 +215,7 @@ def explore(
         if not path.exists():
             raise UserError(f"{path}: no such scenario file or directory")
     made = api.make_target(policy=policy, target=target)
+    fault_names = api.parse_faults(faults)
     loaded = api.load_scenarios(paths)
     _say(
         f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
@@ -225,6 +232,7 @@ def explore(
             workdir=work,
             progress=_Progress(),
             spawn=spawn,
+            faults=fault_names,
         )
         report = None
         if not no_report:
@@ -422,3 +430,35 @@ def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
     if as_json:
         _emit_json({**result.to_json(), "sameAsRecorded": same})
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+@main.command()
+@click.option(
+    "--quick", is_flag=True, help="Small sizes and few repetitions (seconds, not minutes)."
+)
+@_json
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("reports/bench.json"),
+    show_default=True,
+    help="Where the results are written (atomically) as JSON.",
+)
+@_guarded
+def bench(quick: bool, as_json: bool, out: Path) -> int:
+    """Measure the crash loop, parallel exploration, log reload and checkpoint cost.
+
+    Each pair is measured side by side in one run; the table shows the ratios
+    and issue 4's targets.  Nothing is asserted: the exit status is 0.
+    """
+    from faultlab import bench as measure
+
+    results = measure.run_all(quick, say=_say)
+    measure.write_json(out, results)
+    _say()
+    for line in measure.table(results):
+        _say(line)
+    _say(f"results: {out}")
+    if as_json:
+        _emit_json(results)
+    return EXIT_OK

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -96,6 +96,7 @@ class Probe:
         self._armed: tuple[str, int] | None = None
         self._counts: dict[str, int] = {}
         self._replies: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
 
     def attach_from_environ(self, environ: Mapping[str, str] | None = None) -> bool:
         """Attach to the lab if the environment names probe pipes; return whether attached."""
@@ -149,11 +150,20 @@ class Probe:
         except OSError:
             os._exit(EXIT_LAB_GONE)
 
+    def on(self, action: str, handler: Callable[[dict[str, Any]], None]) -> None:
+        """Let the runtime act on a lab reply `action` (e.g. "fail-next-flush")
+        received while parked; the child stays parked until "continue"."""
+        self._handlers[action] = handler
+
     def _park(self) -> None:
         while True:
             reply = self._replies.get()
-            if reply.get("action") == "continue":
+            action = reply.get("action")
+            if action == "continue":
                 return
+            handler = self._handlers.get(str(action))
+            if handler is not None:
+                handler(reply)
 
     def _watch_replies(self) -> None:
         buffer = b""

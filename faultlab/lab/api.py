@@ -31,12 +31,13 @@ __all__ = [
     "explore_scenarios",
     "load_scenarios",
     "make_target",
+    "parse_faults",
     "reference_run",
     "run_single",
     "workdir",
 ]
 
-SUPPORTED_FAULTS = ("sigkill",)
+SUPPORTED_FAULTS = FAULTS
 
 
 def bundled_scenarios() -> Path:
@@ -63,8 +64,18 @@ def make_target(*, policy: str | None = None, target: Sequence[str] | str | None
 def _check_fault(fault: str) -> None:
     if fault not in FAULTS:
         raise LabUsageError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
-    if fault not in SUPPORTED_FAULTS:
-        raise LabUsageError(f"fault {fault!r} is not supported yet (supported: sigkill)")
+
+
+def parse_faults(text: str) -> tuple[str, ...]:
+    """`all`, or a comma-separated list of fault names."""
+    if text.strip() == "all":
+        return FAULTS
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise LabUsageError("--faults: name at least one fault, or 'all'")
+    for name in names:
+        _check_fault(name)
+    return names
 
 
 @contextmanager
@@ -113,9 +124,9 @@ def explore_paths(
     paths: Sequence[str | Path], *, policy: str | None = None,
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
-    spawn: str = "fork",
+    spawn: str = "fork", faults: Sequence[str] = ("sigkill",),
 ) -> ExploreResult:  # fmt: skip
-    """Every boundary occurrence of every scenario in `paths`, killed with SIGKILL."""
+    """Every case of every scenario in `paths`, for each of `faults`."""
     return explore_scenarios(
         load_scenarios(paths),
         policy=policy,
@@ -126,6 +137,7 @@ def explore_paths(
         workdir=workdir,
         progress=progress,
         spawn=spawn,
+        faults=faults,
     )
 
 
@@ -133,12 +145,14 @@ def explore_scenarios(
     scenarios: Sequence[tuple[str, Scenario]], *, policy: str | None = None,
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
-    spawn: str = "fork",
+    spawn: str = "fork", faults: Sequence[str] = ("sigkill",),
 ) -> ExploreResult:  # fmt: skip
     """`explore_paths` for scenarios already loaded with `load_scenarios`."""
+    for fault in faults:
+        _check_fault(fault)
     if jobs < 1:
         raise LabUsageError(f"jobs must be at least 1, not {jobs}")
     if timeout <= 0:
         raise LabUsageError(f"timeout must be positive, not {timeout}")
     options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
-    return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress)
+    return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress, faults=faults)

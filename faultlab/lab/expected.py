@@ -18,6 +18,7 @@ __all__ = [
     "TOOL_OUTCOME_UNKNOWN",
     "ExpectedRepair",
     "ExpectedResult",
+    "after_repair",
     "expected_repair",
 ]
 
@@ -188,3 +189,28 @@ def _unanswered_nested(
         if node is not None and node.call_id not in answered:
             out.append((node, parent))
     return out
+
+
+def after_repair(events: Sequence[LogEvent], repair: ExpectedRepair) -> list[LogEvent]:
+    """`events` followed by a simulation of `repair` (what crash repair would
+    append: results, closers), enough for the pairing rules of G7.  The
+    simulated events have line 0 and offset -1."""
+    simulated = list(events)
+
+    def add(type_: str, data: dict[str, Any]) -> None:
+        simulated.append(LogEvent(len(simulated), type_, 0.0, data, 0, -1))
+
+    for result in repair.results:
+        data: dict[str, Any] = {
+            "callId": result.call_id,
+            "isError": True,
+            "error": {"code": result.code},
+        }
+        if result.parent_call_id is not None:
+            data["parentCallId"] = result.parent_call_id
+        add("tool/result", data)
+    if repair.close_step is not None:
+        add("step/end", {"step": repair.close_step})
+    if repair.close_turn is not None:
+        add("turn/end", {"turn": repair.close_turn, "reason": {"kind": "interrupted"}})
+    return simulated

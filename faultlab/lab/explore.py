@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults import plan_fault_cases, run_fault_case
 from faultlab.lab.model import Case, CaseResult, Violation
 from faultlab.lab.oracle import check_coverage
 from faultlab.lab.runner import LabOptions, Reference, run_case, run_reference
 from faultlab.lab.spawn import kill_all
-from faultlab.probe import parse_occurrence
+from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import Scenario, load_scenario
 
 __all__ = [
@@ -96,11 +97,22 @@ def load_scenarios(paths: Sequence[str | Path]) -> list[tuple[str, Scenario]]:
     return [(resolved, load_scenario(shown)) for resolved, shown in unique]
 
 
+OFFLINE_FAULTS = ("power-loss", "torn-write")
+
+
 def plan_cases(reference: Reference, faults: Sequence[str] = ("sigkill",)) -> list[Case]:
-    """The coverage check, then every occurrence x fault, in trace order."""
+    """The coverage check, then for each fault (in FAULTS order) its cases in
+    trace order: SIGKILL at every occurrence, the others where they apply."""
     cases = [Case(reference.scenario_path, COVERAGE, "reference")]
-    for occurrence in reference.occurrences:
-        cases.extend(Case(reference.scenario_path, occurrence, fault) for fault in faults)
+    for fault in sorted(set(faults), key=FAULTS.index):
+        if fault == "sigkill":
+            cases += [Case(reference.scenario_path, o, fault) for o in reference.occurrences]
+        elif fault in OFFLINE_FAULTS:
+            from faultlab.lab.powerloss import plan_power_cases
+
+            cases += plan_power_cases(reference, fault)
+        else:
+            cases += plan_fault_cases(reference, fault)
     return cases
 
 
@@ -129,7 +141,13 @@ def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult
         return _coverage(case, reference)
     if reference.returncode != 0:
         return _reference_failed(case, reference)
-    return run_case(case, reference, options)
+    if case.fault == "sigkill":
+        return run_case(case, reference, options)
+    if case.fault in OFFLINE_FAULTS:
+        from faultlab.lab.powerloss import run_power_case
+
+        return run_power_case(case, reference, options)
+    return run_fault_case(case, reference, options)
 
 
 def explore(
@@ -138,6 +156,7 @@ def explore(
     *,
     jobs: int = 1,
     shard: Shard | None = None,
+    faults: Sequence[str] = ("sigkill",),
     only: str | None = None,
     progress: Progress | None = None,
 ) -> ExploreResult:
@@ -151,7 +170,7 @@ def explore(
             executor.map(lambda item: run_reference(item[0], item[1], options), scenarios)
         )
         by_path = {ref.scenario_path: ref for ref in references}
-        cases = [case for ref in references for case in plan_cases(ref)]
+        cases = [case for ref in references for case in plan_cases(ref, faults)]
         if only is not None:
             name, n = parse_occurrence(only)
             cases = [c for c in cases if c.occurrence == f"{name}#{n}"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from faultlab.lab.expected import ExpectedRepair, expected_repair
+from faultlab.lab.expected import after_repair, expected_repair
 from faultlab.lab.logread import LogEvent, read_log_file
 from faultlab.lab.validity import check_history
 from faultlab.scenario import ToolSpec, load_scenario
@@ -91,7 +91,7 @@ def inspect_log(path: Path, scenario: Path | None = None) -> Inspection:
         lines.append("last turn is closed: nothing to repair")
     # Judge the history as crash repair would leave it: a crashed log's
     # unanswered calls are what repair is for, not a defect of the log.
-    history = check_history(_after_repair(view.events, repair), require_closed=True)
+    history = check_history(after_repair(view.events, repair), require_closed=True)
     lines += [f"PROVIDER_INVALID_HISTORY: seq {p.seq}: {p.message}" for p in history]
     healthy = view.exists and not view.problems and not history
     lines.append("log is readable and its history is valid" if healthy else "log has problems")
@@ -117,28 +117,6 @@ def inspect_log(path: Path, scenario: Path | None = None) -> Inspection:
         "healthy": healthy,
     }
     return Inspection(tuple(lines), healthy, data)
-
-
-def _after_repair(events: tuple[LogEvent, ...], repair: ExpectedRepair) -> list[LogEvent]:
-    simulated = list(events)
-
-    def add(type_: str, data: dict[str, Any]) -> None:
-        simulated.append(LogEvent(len(simulated), type_, 0.0, data, 0, -1))
-
-    for result in repair.results:
-        data: dict[str, Any] = {
-            "callId": result.call_id,
-            "isError": True,
-            "error": {"code": result.code},
-        }
-        if result.parent_call_id is not None:
-            data["parentCallId"] = result.parent_call_id
-        add("tool/result", data)
-    if repair.close_step is not None:
-        add("step/end", {"step": repair.close_step})
-    if repair.close_turn is not None:
-        add("turn/end", {"turn": repair.close_turn, "reason": {"kind": "interrupted"}})
-    return simulated
 
 
 def vars_of(value: Any) -> dict[str, Any]:

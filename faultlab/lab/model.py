@@ -39,6 +39,12 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     ),
     "REPAIR_NOT_IDEMPOTENT": ("G8", "repairing an already repaired log changed it"),
     "DISPATCH_AFTER_FAILED_CHECKPOINT": ("G9", "work was dispatched after a failed checkpoint"),
+    "DISPATCH_AFTER_CANCEL": (
+        "G9",
+        "a tool body started although cancellation landed during its checkpoint",
+    ),
+    "SEQ_FORK": ("G5", "a second writer was not refused, or the session's seqs forked"),
+    "FAULT_NOT_INJECTED": ("lab", "the fault was armed but never took effect in the target"),
     "GRACEFUL_CLOSE_MISSING": ("G10", "a graceful stop did not persist its closing events"),
     "BOUNDARY_NOT_REACHED": ("coverage", "a boundary the scenario declares was never reached"),
     "EXPECTATION_FAILED": ("expect", "a per-boundary expectation of the scenario did not hold"),
@@ -46,6 +52,10 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "DRIFT": ("lab", "the crash run did not reach its kill point the way the reference did"),
     "CHILD_HUNG": ("lab", "the target neither reached its kill point nor exited in time"),
     "REFERENCE_FAILED": ("lab", "the fault-free run of the scenario did not complete"),
+    "FAULT_UNSUPPORTED": (
+        "lab",
+        "the target does not report the write/fsync facts this fault needs",
+    ),
 }
 
 

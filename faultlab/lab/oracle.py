@@ -38,6 +38,10 @@ class Observation:
     final: LogView
     resume_status: ChildExit
     final_ledger: tuple[dict[str, Any], ...]
+    # The fault changed what the child appended after the kill point (a
+    # signal, a failed flush): the log is not expected to follow the
+    # reference's beyond it.
+    diverged: bool = False
 
 
 def _key(event: LogEvent) -> tuple[int, str, bytes]:
@@ -54,18 +58,23 @@ def _passed(trace: Sequence[dict[str, Any]], boundary: str) -> list[dict[str, An
     return [m for m in trace if m.get("boundary") == boundary and not m.get("parked")]
 
 
-def check_integrity(obs: Observation) -> list[Violation]:
-    """G5: the crashed log reads cleanly and is a prefix of the reference log."""
+def check_crash_integrity(
+    crashed: LogView, reference_log: LogView, *, prefix: bool = True
+) -> list[Violation]:
+    """G5 on a crashed log alone: it reads cleanly and (``prefix``) is a prefix
+    of the reference log.  No process needed: also used for power-loss states."""
     found = [
         Violation(
             p.code if p.code != "BAD_HEADER" else "CORRUPT_COMMITTED_LOG",
             f"crashed log line {p.line} (byte {p.offset}): {p.message}",
             {"line": p.line, "offset": p.offset},
         )
-        for p in obs.crashed.problems
+        for p in crashed.problems
     ]
-    reference = obs.reference_log.events
-    for index, event in enumerate(obs.crashed.events):
+    reference = reference_log.events
+    for index, event in enumerate(crashed.events):
+        if not prefix:
+            break
         if index >= len(reference) or _key(event) != _key(reference[index]):
             found.append(
                 Violation(
@@ -76,6 +85,12 @@ def check_integrity(obs: Observation) -> list[Violation]:
                 )
             )
             break
+    return found
+
+
+def check_integrity(obs: Observation) -> list[Violation]:
+    """G5: the crashed log reads cleanly and is a prefix of the reference log."""
+    found = check_crash_integrity(obs.crashed, obs.reference_log, prefix=not obs.diverged)
     for later_name, later in (("repaired", obs.repaired), ("final", obs.final)):
         earlier = obs.crashed if later_name == "repaired" else obs.repaired
         for index, event in enumerate(earlier.events):
@@ -102,10 +117,18 @@ def check_integrity(obs: Observation) -> list[Violation]:
 
 def check_durability(obs: Observation) -> list[Violation]:
     """G1, G2, G4: what the child acted on or claimed durable is in the crashed log."""
+    return check_crash_durability(obs.trace, obs.crashed, obs.reference_log)
+
+
+def check_crash_durability(
+    trace: Sequence[dict[str, Any]], crashed: LogView, reference_log: LogView
+) -> list[Violation]:
+    """G1, G2, G4 from a trace and a crashed log alone (no process needed: also
+    used for power-loss states)."""
     found: list[Violation] = []
-    events = obs.crashed.events
+    events = crashed.events
     headers = {e.data.get("requestId"): e for e in events if e.type == "request/header"}
-    for message in _passed(obs.trace, "request/durable"):
+    for message in _passed(trace, "request/durable"):
         request_id = message.get("requestId")
         header = headers.get(request_id)
         digest = (header.data.get("envelope") or {}).get("digest") if header else None
@@ -127,7 +150,7 @@ def check_durability(obs: Observation) -> list[Violation]:
         for e in events
         if e.type == "tool/call" and e.data.get("parentCallId") is None
     }
-    for message in _passed(obs.trace, "tool/durable"):
+    for message in _passed(trace, "tool/durable"):
         if message.get("parentCallId") is not None:
             continue  # a nested call is covered by its parent's checkpoint
         if message.get("callId") not in calls:
@@ -139,11 +162,11 @@ def check_durability(obs: Observation) -> list[Violation]:
                     {"callId": message.get("callId")},
                 )
             )
-    flushed = [m.get("last", -1) for m in obs.trace if m.get("fact") == "flush" and m.get("ok")]
+    flushed = [m.get("last", -1) for m in trace if m.get("fact") == "flush" and m.get("ok")]
     claimed = max(flushed, default=-1)
     if claimed >= len(events):
         lost = list(range(len(events), claimed + 1))
-        reference = obs.reference_log.events
+        reference = reference_log.events
         turn_ends = [s for s in lost if s < len(reference) and reference[s].type == "turn/end"]
         code = "COMPLETED_TURN_LOST" if turn_ends else "SETTLED_STEP_LOST"
         found.append(

@@ -108,6 +108,7 @@ def _markdown(result: ExploreResult, info: RunInfo, report_dir: Path) -> str:
     for name, counts in per.items():
         row = [str(counts[v]) for v in ("pass", "fail", "drift", "hung", "error")]
         lines.append(f"| {name} | {sum(counts.values())} | " + " | ".join(row) + " |")
+    lines += _matrix(result)
     codes = Counter(code for r in result.results for code in r.codes)
     if codes:
         lines += ["", "## Violations by code", ""]
@@ -122,6 +123,35 @@ def _markdown(result: ExploreResult, info: RunInfo, report_dir: Path) -> str:
             lines.append(f"- artifacts: `failures/{slug(r.case.id)}/`")
             lines.append("")
     return "\n".join(lines) + "\n"
+
+
+_MARK = {"pass": "ok", "fail": "FAIL", "drift": "drift", "hung": "hung", "error": "error"}
+
+
+def _matrix(result: ExploreResult) -> list[str]:
+    """Boundary occurrence x fault, the verdict in each cell ('' = not applicable)."""
+    faults: list[str] = []
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for r in result.results:
+        if r.case.occurrence == "coverage":
+            continue
+        if r.case.fault not in faults:
+            faults.append(r.case.fault)
+        row = rows.setdefault((Path(r.case.scenario).name, r.case.occurrence), {})
+        row[r.case.fault] = _MARK[r.verdict]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Boundary x fault",
+        "",
+        "| scenario | occurrence | " + " | ".join(faults) + " |",
+    ]
+    lines.append("|---|---|" + "---|" * len(faults))
+    for (scenario, occurrence), row in rows.items():
+        cells = " | ".join(row.get(fault, "") for fault in faults)
+        lines.append(f"| {scenario} | {occurrence} | {cells} |")
+    return lines
 
 
 _REPRO = '''\

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,8 +172,24 @@ def _drift(trace: list[dict[str, Any]], reference: Reference) -> str | None:
     return None
 
 
-def run_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
-    """Kill the target at `case.occurrence` with SIGKILL, recover, and check."""
+# While the child is parked at the kill point: inject the fault (send a signal,
+# answer the probe).  Returns False to let the child go on running to its own
+# exit instead of being SIGKILLed.
+Act = Callable[[Child], bool]
+# Fault-specific checks on what was observed (and how the crash child ended).
+ExtraChecks = Callable[[Observation, ChildExit | None], list[Violation]]
+
+
+def _sigkill(_child: Child) -> bool:
+    return True
+
+
+def run_case(
+    case: Case, reference: Reference, options: LabOptions, *, act: Act = _sigkill,
+    checks: ExtraChecks | None = None,
+) -> CaseResult:  # fmt: skip
+    """Stop the target at `case.occurrence`, inject the fault (`act`; SIGKILL by
+    default), let it repair and resume, and check every guarantee."""
     started = time.monotonic()
     where = options.workdir / "cases" / slug(case.id)
     shutil.rmtree(where, ignore_errors=True)
@@ -194,12 +211,23 @@ def run_case(case: Case, reference: Reference, options: LabOptions) -> CaseResul
             _write_trace(where / "trace.jsonl", crash.trace)
             return result("hung", [Violation("CHILD_HUNG", f"{case.occurrence}: {hung}")])
         drift = _drift(crash.trace, reference)
+        crash_status: ChildExit | None = None
         if parked is None:
             status = crash.wait(options.timeout)
             drift = f"exited with status {status.returncode} without reaching {case.occurrence}"
-        else:
+        elif act(crash):
             crash.kill()
             crash.wait(options.timeout)
+        else:
+            crash.reply("continue")
+            try:
+                while crash.run_until_parked_or_exit(options.timeout) is not None:
+                    crash.reply("continue")  # a target parked twice: not ours to judge
+                crash_status = crash.wait(options.timeout)
+            except ChildHung as hung:
+                crash.kill()
+                _write_trace(where / "trace.jsonl", crash.trace)
+                return result("hung", [Violation("CHILD_HUNG", f"after the fault: {hung}")])
     _write_trace(where / "trace.jsonl", crash.trace)
     artifacts["trace"] = str(where / "trace.jsonl")
     if drift is not None:
@@ -238,8 +266,11 @@ def run_case(case: Case, reference: Reference, options: LabOptions) -> CaseResul
         final=parse_log(final_bytes, str(log_path)),
         resume_status=resume,
         final_ledger=read_ledger(ledger_path),
+        diverged=act is not _sigkill,
     )
     violations = check_case(observation)
+    if checks is not None:
+        violations += checks(observation, crash_status)
     return result("fail" if violations else "pass", violations)
 
 

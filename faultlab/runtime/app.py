@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any
 
 from faultlab.probe import PROBE
 from faultlab.runtime.agent import Agent
-from faultlab.runtime.backends import open_backend
+from faultlab.runtime.backends import Backend, open_backend
 from faultlab.runtime.checkpoints import policy_plugin
 from faultlab.runtime.host import Disposer, Host, Plugin
 from faultlab.runtime.ledger import WorldLedger
@@ -32,6 +33,12 @@ __all__ = ["LEDGER_NAME", "CompositeApp", "RunOutcome", "SessionRunner", "persis
 LEDGER_NAME = "world-ledger.jsonl"
 
 Say = Callable[[str], None]
+
+
+def _inject_failure(backend: Backend, reply: dict[str, Any]) -> None:
+    """The lab's io-error fault: the next write (or fsync) of the log fails."""
+    code = getattr(errno, str(reply.get("errno", "EIO")), errno.EIO)
+    backend.arm_failure(str(reply.get("op", "write")), code)
 
 
 class CompositeApp:
@@ -144,6 +151,8 @@ class SessionRunner:
             self.say(f"load: {note}")
         log = SessionLog(loaded.session_id, loaded.events)
         coordinator = PersistenceCoordinator(log, backend)
+        if PROBE.enabled:
+            PROBE.on("fail-next-flush", lambda reply: _inject_failure(backend, reply))
         self.app.load("persistence", persistence_plugin(coordinator, self.say))
         ledger = WorldLedger(self.ledger_path)
         try:

@@ -31,6 +31,8 @@ def invoke(*args: str) -> tuple[int, str, str]:
         (("inspect", "nowhere.jsonl"), "nowhere.jsonl: no such session log"),
         (("replay", "nope.toml::x#1[sigkill]", "--report-dir", "/nonexistent"), "not in"),
         (("frob",), "No such command"),
+        (("explore", "--faults", "sigkill,frost", TINY), "unknown fault 'frost'"),
+        (("explore", "--faults", ",", TINY), "name at least one fault"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args: tuple[str, ...], needle: str) -> None:

@@ -1,5 +1,5 @@
-# The README's main job, as CI runs it: every SIGKILL case of every bundled
-# scenario.  Under the semantic policy every guarantee holds and every
+# The README's main job, as CI runs it: every case of every fault of every
+# bundled scenario.  Under the semantic policy every guarantee holds and every
 # declared boundary is reached; under turn-only the oracle fails with the
 # codes the design predicts (so it is known to be able to fail).
 from __future__ import annotations
@@ -11,17 +11,23 @@ import pytest
 
 from faultlab.lab import api
 from faultlab.lab.report import RunInfo, write_report
+from faultlab.probe import FAULTS
 
 pytestmark = pytest.mark.realprocess
 
 
-def test_every_bundled_case_passes_under_the_semantic_policy(tmp_path: Path) -> None:
-    result = api.explore_paths([api.bundled_scenarios()], jobs=2, workdir=tmp_path / "work")
+def test_every_bundled_case_passes_every_fault_under_the_semantic_policy(
+    tmp_path: Path,
+) -> None:
+    result = api.explore_paths(
+        [api.bundled_scenarios()], jobs=2, workdir=tmp_path / "work", faults=FAULTS
+    )
     failing = [(r.case.id, r.codes) for r in result.results if not r.passed]
     assert failing == []
     coverage = [r for r in result.results if r.case.occurrence == "coverage"]
     assert len(coverage) >= 10 and all(r.passed for r in coverage)
-    assert len(result.results) > 400
+    assert len(result.results) > 1000
+    assert {r.case.fault for r in result.results} >= set(FAULTS)
     run = write_report(result, RunInfo("bundled", ("faultlab", "explore"), None, None, 60.0),
                        tmp_path / "reports")  # fmt: skip
     suite = ET.parse(run / "junit.xml").getroot().find("testsuite")

@@ -37,6 +37,12 @@ COMPLETES = {
     "resume_reruns_tools": "nested.toml",
     "repair_leaves_calls_dangling": "parallel-reads.toml",
     "repair_not_idempotent": "idempotent-key.toml",
+    "never_fsyncs": "multi-turn.toml",
+    "ignores_failed_flush": "payment.toml",
+    "dies_on_sigterm": "chat.toml",
+    "no_cancel_recheck": "mixed-parallel.toml",
+    "no_writer_lock": "nested.toml",
+    "torn_batch_no_truncate": "parallel-reads.toml",
 }
 _runs = itertools.count()
 
@@ -208,3 +214,13 @@ def test_repair_not_idempotent_closes_a_repaired_turn_again(tmp_path: Path) -> N
     assert log[: len(repaired)] == repaired
     again = log[len(repaired)]
     assert again.type == "turn/end" and again.data == repaired[-1].data
+
+
+def test_never_fsyncs_reports_flushes_done_without_any_fsync(tmp_path: Path) -> None:
+    parked, trace = kill_at(tmp_path, "never_fsyncs", "payment.toml", "flush/written#3")
+    facts = [m["fact"] for m in trace if "fact" in m]
+    assert "fsync" not in facts and facts.count("write") == 3
+    assert [m["last"] for m in trace if m.get("fact") == "flush" and m["ok"]] == [3, 8]
+    # The page cache survives a SIGKILL: everything written is in the file.
+    assert [e.seq for e in events(tmp_path)] == list(range(11))
+    assert parked["size"] == (tmp_path / "session" / "session.jsonl").stat().st_size

@@ -35,7 +35,6 @@ from faultlab.lab.expected import after_repair, expected_repair
 from faultlab.lab.logread import LogView, parse_log
 from faultlab.lab.model import Case, CaseResult, Verdict, Violation
 from faultlab.lab.oracle import (
-    Observation,
     check_case,
     check_crash_durability,
     check_crash_integrity,
@@ -43,16 +42,13 @@ from faultlab.lab.oracle import (
 from faultlab.lab.runner import (
     LabOptions,
     Reference,
-    _child,
-    _read,
-    _run_to_exit,
     _write_trace,
-    read_ledger,
+    recover,
     run_case,
     run_reference,
     slug,
 )
-from faultlab.lab.spawn import ChildExit, ChildHung
+from faultlab.lab.spawn import ChildHung
 from faultlab.lab.target import reference_target, session_files
 from faultlab.lab.validity import check_history
 from faultlab.scenario import load_scenario
@@ -474,41 +470,11 @@ def _recover(
         ledger_path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in ledger))
     _write_trace(where / "trace.jsonl", list(state.trace))
     artifacts["trace"] = str(where / "trace.jsonl")
-    crashed_bytes = state.log or b""
-    _save(where / "crashed.jsonl", crashed_bytes)
-    artifacts["crashed"] = str(where / "crashed.jsonl")
-    crashed = state.view(str(log_path))
-
-    if state.log is None:
-        # Nothing of the session survived: there is nothing to repair (and
-        # `--repair-only` refuses a missing log); the resume starts afresh.
-        repair = ChildExit(0, "")
-    else:
-        repair = _run_to_exit(
-            _child(options, case.scenario, session, "repair", "repair"), options.timeout
-        )
-    repaired_bytes = _read(log_path)
-    _save(where / "repaired.jsonl", repaired_bytes)
-    artifacts["repaired"] = str(where / "repaired.jsonl")
-    resume = _run_to_exit(
-        _child(options, case.scenario, session, "resume", "resume"), options.timeout
-    )
-    final_bytes = _read(log_path)
-    _save(where / "final.jsonl", final_bytes)
-    artifacts["final"] = str(where / "final.jsonl")
-    observation = Observation(
-        scenario=reference.scenario,
-        case=case,
-        reference_log=reference.log,
-        reference_ledger=reference.ledger,
-        trace=state.trace,
-        crashed=crashed,
-        repaired=crashed if state.log is None else parse_log(repaired_bytes, str(log_path)),
-        repair_status=repair,
-        final=parse_log(final_bytes, str(log_path)),
-        resume_status=resume,
-        final_ledger=read_ledger(ledger_path),
-    )
+    observation = recover(
+        case, reference, options, where=where, trace=state.trace,
+        crashed=state.view(str(log_path)), crashed_bytes=state.log or b"", artifacts=artifacts,
+    )  # fmt: skip
+    crashed = observation.crashed
     # The full oracle, plus the offline check's own G7 (on the lab's repair).
     return [*check_case(observation), *_expected_history(crashed, reference)]
 

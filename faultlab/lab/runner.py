@@ -194,7 +194,7 @@ def run_case(
     where = options.workdir / "cases" / slug(case.id)
     shutil.rmtree(where, ignore_errors=True)
     session = where / "session"
-    log_path, ledger_path = session_files(session)
+    log_path, _ledger = session_files(session)
     artifacts = {"dir": str(where)}
 
     def result(verdict: Any, violations: list[Violation], detail: str = "") -> CaseResult:
@@ -234,44 +234,63 @@ def run_case(
         return result("drift", [Violation("DRIFT", drift)], drift)
 
     crashed_bytes = _read(log_path)
-    (where / "crashed.jsonl").write_bytes(crashed_bytes)
-    artifacts["crashed"] = str(where / "crashed.jsonl")
-    crashed = parse_log(crashed_bytes, str(log_path))
-
     try:
-        repair = _run_to_exit(
-            _child(options, case.scenario, session, "repair", "repair"), options.timeout
-        )
-        repaired_bytes = _read(log_path)
-        (where / "repaired.jsonl").write_bytes(repaired_bytes)
-        artifacts["repaired"] = str(where / "repaired.jsonl")
-        resume = _run_to_exit(
-            _child(options, case.scenario, session, "resume", "resume"), options.timeout
-        )
+        observation = recover(
+            case, reference, options, where=where, trace=tuple(crash.trace),
+            crashed=parse_log(crashed_bytes, str(log_path)), crashed_bytes=crashed_bytes,
+            artifacts=artifacts, diverged=act is not _sigkill,
+        )  # fmt: skip
     except ChildHung as hung:
         return result("hung", [Violation("CHILD_HUNG", f"recovery of {case.id}: {hung}")])
-    final_bytes = _read(log_path)
-    (where / "final.jsonl").write_bytes(final_bytes)
-    artifacts["final"] = str(where / "final.jsonl")
-
-    observation = Observation(
-        scenario=reference.scenario,
-        case=case,
-        reference_log=reference.log,
-        reference_ledger=reference.ledger,
-        trace=tuple(crash.trace),
-        crashed=crashed,
-        repaired=parse_log(repaired_bytes, str(log_path)),
-        repair_status=repair,
-        final=parse_log(final_bytes, str(log_path)),
-        resume_status=resume,
-        final_ledger=read_ledger(ledger_path),
-        diverged=act is not _sigkill,
-    )
     violations = check_case(observation)
     if checks is not None:
         violations += checks(observation, crash_status)
     return result("fail" if violations else "pass", violations)
+
+
+def recover(
+    case: Case, reference: Reference, options: LabOptions, *, where: Path,
+    trace: tuple[dict[str, Any], ...], crashed: LogView, crashed_bytes: bytes,
+    artifacts: dict[str, str], diverged: bool = False,
+) -> Observation:  # fmt: skip
+    """The crashed session in `where/session` is what survived: let the target
+    repair it (`--resume --repair-only`, skipped when no log survived: there
+    is nothing to repair) and resume it, keeping each log state as an
+    artifact.  Raises ChildHung."""
+    session = where / "session"
+    log_path, ledger_path = session_files(session)
+    (where / "crashed.jsonl").write_bytes(crashed_bytes)
+    artifacts["crashed"] = str(where / "crashed.jsonl")
+    if log_path.exists():
+        repair = _run_to_exit(
+            _child(options, case.scenario, session, "repair", "repair"), options.timeout
+        )
+    else:
+        repair = ChildExit(0, "")
+    repaired_bytes = _read(log_path)
+    (where / "repaired.jsonl").write_bytes(repaired_bytes)
+    artifacts["repaired"] = str(where / "repaired.jsonl")
+    resume = _run_to_exit(
+        _child(options, case.scenario, session, "resume", "resume"), options.timeout
+    )
+    final_bytes = _read(log_path)
+    (where / "final.jsonl").write_bytes(final_bytes)
+    artifacts["final"] = str(where / "final.jsonl")
+    repaired = parse_log(repaired_bytes, str(log_path)) if crashed_bytes else crashed
+    return Observation(
+        scenario=reference.scenario,
+        case=case,
+        reference_log=reference.log,
+        reference_ledger=reference.ledger,
+        trace=trace,
+        crashed=crashed,
+        repaired=repaired,
+        repair_status=repair,
+        final=parse_log(final_bytes, str(log_path)),
+        resume_status=resume,
+        final_ledger=read_ledger(ledger_path),
+        diverged=diverged,
+    )
 
 
 def _write_trace(path: Path, trace: list[dict[str, Any]]) -> None:

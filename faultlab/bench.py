@@ -1,0 +1,615 @@
+# The benchmarks of issue 4: one function per figure, each measuring its pair
+# side by side in one run (repetitions interleaved, medians reported), plus
+# `run_all`.  It owns measurement only: it calls the lab and the runtime
+# through their public functions and asserts nothing about time (the table,
+# targets and JSON file are `faultlab.benchreport`'s).  `faultlab bench` and
+# `benchmarks/*.py` are thin callers.
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+
+from faultlab.benchlog import TOOLS_TOML, write_synthetic_log
+from faultlab.benchreport import acceptance, table, write_json
+from faultlab.lab import api
+from faultlab.lab.expected import expected_repair
+from faultlab.lab.explore import COVERAGE, plan_cases, run_one
+from faultlab.lab.logread import Loads, read_log_file
+from faultlab.lab.model import Case
+from faultlab.lab.runner import LabOptions, Reference
+from faultlab.runtime.agent import Agent
+from faultlab.runtime.backends import JsonlBackend
+from faultlab.runtime.checkpoints import policy_plugin
+from faultlab.runtime.host import Host
+from faultlab.runtime.ledger import WorldLedger
+from faultlab.runtime.model import ScriptedModel
+from faultlab.runtime.persistence import PersistenceCoordinator
+from faultlab.runtime.session import SessionLog
+from faultlab.runtime.tools import ScriptedTools
+from faultlab.scenario import Scenario, parse_scenario
+
+__all__ = [
+    "SECTIONS",
+    "BenchError",
+    "CheckpointCost",
+    "CrashLoop",
+    "ExploreJobs",
+    "LogReload",
+    "PolicyRun",
+    "acceptance",
+    "checkpoint_cost",
+    "crash_loop",
+    "explore_jobs",
+    "log_reload",
+    "run_all",
+    "run_sections",
+    "script_main",
+    "table",
+    "write_json",
+]
+
+T = TypeVar("T")
+Say = Callable[[str], None]
+POLICIES = ("semantic", "turn-only", "every-event")
+_REPO = Path(__file__).resolve().parent.parent
+
+
+class BenchError(RuntimeError):
+    """A benchmark could not measure what it meant to (not a slow result)."""
+
+
+def _quiet(_text: str) -> None:
+    pass
+
+
+def _side_by_side(rounds: int, sides: Sequence[Callable[[], T]]) -> list[list[T]]:
+    """Run every side once per round, alternating the order (A,B then B,A), so
+    the sides share the machine's noise and neither always goes first."""
+    samples: list[list[T]] = [[] for _ in sides]
+    for round_ in range(rounds):
+        order = range(len(sides)) if round_ % 2 == 0 else reversed(range(len(sides)))
+        for index in order:
+            gc.collect()
+            samples[index].append(sides[index]())
+    return samples
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+# --- a. the crash loop ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CrashLoop:
+    """SIGKILL cases of one scenario, fork vs exec, and the bare fork floor.
+
+    ``*_seconds`` hold one sample per round: the time of all ``cases`` in
+    that mode, each case run in both modes back to back (which goes first
+    alternates), followed by a slice of the floor.  The floor is the median of
+    ``floor_repetitions`` fork + park + SIGKILL + reap.
+    """
+
+    scenario: str
+    cases: int
+    rounds: int
+    fork_seconds: tuple[float, ...]
+    exec_seconds: tuple[float, ...]
+    verdicts: dict[str, int]
+    fork_cases_per_s: float
+    exec_cases_per_s: float
+    fork_vs_exec: float
+    fork_ms_per_case: float
+    exec_ms_per_case: float
+    floor_ms: float
+    floor_repetitions: int
+    floor_parent_rss_mb: float | None  # a fork's cost grows with the parent's size
+    fork_case_vs_floor: float
+
+
+def _fork_park_kill() -> float:
+    """Seconds to fork a trivial child in its own process group, see it park
+    on a pipe, SIGKILL its group and reap it."""
+    started = time.perf_counter()
+    ready_r, ready_w = os.pipe()
+    park_r, park_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: raw system calls only, then _exit
+        try:
+            os.close(ready_r)
+            os.close(park_w)  # so that EOF arrives if the parent dies
+            os.setpgid(0, 0)
+            os.write(ready_w, b"r")
+            os.read(park_r, 1)
+        finally:
+            os._exit(0)
+    try:
+        os.close(ready_w)
+        os.close(park_r)
+        os.read(ready_r, 1)  # parked, in its own group (set before it wrote)
+        os.killpg(pid, signal.SIGKILL)
+    finally:
+        os.waitpid(pid, 0)
+        os.close(ready_r)
+        os.close(park_w)
+    return time.perf_counter() - started
+
+
+def _rss_mb() -> float | None:
+    """This process's resident set size now (Linux), in MB."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
+    """Crash cases per second of payment.toml with spawn fork vs exec, and the
+    fork case's cost as a multiple of the bare fork-and-kill floor."""
+    scenario = str(api.bundled_scenarios() / "payment.toml")
+    rounds, floor_per_round = (2, 200) if quick else (3, 1000)
+    with api.workdir() as work:
+        references: dict[str, Reference] = {}
+        options: dict[str, LabOptions] = {}
+        for mode in ("fork", "exec"):
+            references[mode] = api.reference_run(scenario, workdir=work / mode, spawn=mode)
+            if references[mode].returncode != 0:
+                raise BenchError(f"the {mode} reference run of {scenario} failed")
+            options[mode] = LabOptions(api.make_target(), work / mode, 60.0, mode)
+        cases = [c for c in plan_cases(references["fork"]) if c.occurrence != COVERAGE]
+        if quick:  # a handful, spread over the run
+            cases = cases[:: max(1, len(cases) // 3)][:3]
+        verdicts: Counter[str] = Counter()
+        floor: list[float] = []
+        floor_per_case = -(-floor_per_round // len(cases))
+
+        def timed_case(mode: str, case: Case) -> float:
+            started = time.perf_counter()
+            verdicts[run_one(case, references[mode], options[mode]).verdict] += 1
+            return time.perf_counter() - started
+
+        def one_round(round_: int) -> tuple[float, float]:
+            # Finest interleaving: each case fork then exec (or exec then
+            # fork, alternately), then a slice of the floor.
+            totals = {"fork": 0.0, "exec": 0.0}
+            for index, case in enumerate(cases):
+                first, second = ("fork", "exec") if (index + round_) % 2 == 0 else ("exec", "fork")
+                totals[first] += timed_case(first, case)
+                totals[second] += timed_case(second, case)
+                floor.extend(_fork_park_kill() for _ in range(floor_per_case))
+            say(
+                f"crash loop round {round_ + 1}/{rounds}: {len(cases)} case(s), "
+                f"fork {totals['fork']:.2f}s, exec {totals['exec']:.2f}s"
+            )
+            return totals["fork"], totals["exec"]
+
+        for mode in ("fork", "exec"):  # warm up: the fork server, imports, page cache
+            run_one(cases[0], references[mode], options[mode])
+        rss = _rss_mb()
+        fork: list[float] = []
+        exec_: list[float] = []
+        for round_ in range(rounds):
+            gc.collect()
+            fork_seconds, exec_seconds = one_round(round_)
+            fork.append(fork_seconds)
+            exec_.append(exec_seconds)
+    fork_s, exec_s = _median(fork), _median(exec_)
+    floor_ms = _median(floor) * 1000
+    fork_ms = fork_s / len(cases) * 1000
+    return CrashLoop(
+        scenario=Path(scenario).name,
+        cases=len(cases),
+        rounds=rounds,
+        fork_seconds=tuple(fork),
+        exec_seconds=tuple(exec_),
+        verdicts=dict(verdicts),
+        fork_cases_per_s=len(cases) / fork_s,
+        exec_cases_per_s=len(cases) / exec_s,
+        fork_vs_exec=exec_s / fork_s,
+        fork_ms_per_case=fork_ms,
+        exec_ms_per_case=exec_s / len(cases) * 1000,
+        floor_ms=floor_ms,
+        floor_repetitions=len(floor),
+        floor_parent_rss_mb=rss,
+        fork_case_vs_floor=fork_ms / floor_ms,
+    )
+
+
+# --- b. exploration with jobs -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExploreJobs:
+    """Wall time of one whole exploration with --jobs 1 and --jobs 2."""
+
+    scenarios: tuple[str, ...]
+    cases: int
+    rounds: int
+    jobs1_seconds: tuple[float, ...]
+    jobs2_seconds: tuple[float, ...]
+    all_passed: bool
+    jobs1_median: float
+    jobs2_median: float
+    speedup: float
+
+
+def _explore_paths(quick: bool) -> list[Path]:
+    if not quick:
+        return [api.bundled_scenarios()]
+    tests = _REPO / "tests" / "scenarios"
+    small = [tests / "tiny.toml", tests / "tiny-tool.toml"]
+    if all(path.is_file() for path in small):
+        return small
+    return [api.bundled_scenarios() / "payment.toml", api.bundled_scenarios() / "chat.toml"]
+
+
+def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
+    """`faultlab explore` of every bundled scenario (quick: two small ones),
+    --jobs 1 vs --jobs 2."""
+    paths = _explore_paths(quick)
+    rounds = 1 if quick else 3
+    cases: set[int] = set()
+    passed: list[bool] = []
+
+    def one_round(jobs: int) -> Callable[[], float]:
+        def run() -> float:
+            with api.workdir() as work:
+                started = time.perf_counter()
+                result = api.explore_paths(paths, jobs=jobs, workdir=work)
+                seconds = time.perf_counter() - started
+            cases.add(len(result.results))
+            passed.append(result.passed)
+            say(f"explore: {len(result.results)} case(s) with {jobs} job(s) in {seconds:.1f}s")
+            return seconds
+
+        return run
+
+    with api.workdir() as work:  # warm up the fork server
+        first = paths[0] if paths[0].is_file() else sorted(paths[0].glob("*.toml"))[0]
+        api.reference_run(str(first), workdir=work)
+    jobs1, jobs2 = _side_by_side(rounds, [one_round(1), one_round(2)])
+    one, two = _median(jobs1), _median(jobs2)
+    shown = [p.name for p in paths] if quick else [f"{p.name}/*.toml" for p in paths]
+    return ExploreJobs(
+        scenarios=tuple(shown),
+        cases=max(cases),
+        rounds=rounds,
+        jobs1_seconds=tuple(jobs1),
+        jobs2_seconds=tuple(jobs2),
+        all_passed=all(passed),
+        jobs1_median=one,
+        jobs2_median=two,
+        speedup=one / two,
+    )
+
+
+# --- c. log reload and expected repair -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LogReload:
+    """Read + parse + expected repair of one generated log, orjson vs json."""
+
+    megabytes: float  # 10**6 bytes
+    events: int
+    turns: int
+    rounds: int
+    orjson_seconds: tuple[float, ...]
+    json_seconds: tuple[float, ...]
+    orjson_mb_per_s: float
+    json_mb_per_s: float
+    orjson_vs_json: float
+
+
+def log_reload(quick: bool, *, say: Say = _quiet) -> LogReload:
+    """Reload a ~100 MB session log (quick: ~4 MB) and compute its expected
+    repair, with orjson and with the standard library's json."""
+    size = 4_000_000 if quick else 100_000_000
+    rounds = 3
+    tools = {
+        spec.name: spec
+        for spec in parse_scenario(
+            'name = "bench"\n' + TOOLS_TOML + '[[turns]]\nuser = "u"\n[[turns.steps]]\ntext = "t"\n'
+        ).tools
+    }
+    directory = Path(tempfile.mkdtemp(prefix="faultlab-bench-"))
+    try:
+        log = write_synthetic_log(directory / "session.jsonl", size)
+        say(f"log reload: generated {log.size / 1e6:.1f} MB, {log.events} events")
+
+        def reload(loads: Loads) -> Callable[[], float]:
+            def run() -> float:
+                started = time.perf_counter()
+                view = read_log_file(log.path, loads=loads)
+                repair = expected_repair(view.events, tools)
+                seconds = time.perf_counter() - started
+                if view.problems or len(view.events) != log.events or len(repair.results) != 2:
+                    raise BenchError(f"the generated log did not read back cleanly: {view.path}")
+                del view
+                return seconds
+
+            return run
+
+        fast, slow = _side_by_side(rounds, [reload(orjson.loads), reload(json.loads)])
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    megabytes = log.size / 1e6
+    fast_s, slow_s = _median(fast), _median(slow)
+    return LogReload(
+        megabytes=megabytes,
+        events=log.events,
+        turns=log.turns,
+        rounds=rounds,
+        orjson_seconds=tuple(fast),
+        json_seconds=tuple(slow),
+        orjson_mb_per_s=megabytes / fast_s,
+        json_mb_per_s=megabytes / slow_s,
+        orjson_vs_json=slow_s / fast_s,
+    )
+
+
+# --- d. checkpoint cost by policy ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRun:
+    """One workload under one policy: fsyncs of the session log during the
+    turn (the backend's ``sync`` calls; the most of any round, as concurrent
+    tool checkpoints may coalesce differently), flushes, the median turn time."""
+
+    policy: str
+    workload: str  # "stream" or "tools"
+    units: int  # chunks streamed or tool calls made
+    fsyncs: int
+    fsyncs_per_round: tuple[int, ...]
+    flushes: int
+    seconds: float
+    per_second: float
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointCost:
+    """The policies on a short stream, a long stream and a turn of tool calls."""
+
+    short_chunks: int
+    long_chunks: int
+    tool_calls: int
+    rounds: int
+    runs: tuple[PolicyRun, ...]
+    semantic_vs_turn_only_stream: float
+    semantic_vs_turn_only_tools: float
+    semantic_fsyncs_short: int
+    semantic_fsyncs_long: int
+    semantic_fsyncs_constant: bool
+
+
+def _stream_scenario(chunks: int) -> Scenario:
+    return parse_scenario(
+        f'name = "bench-stream"\n[[turns]]\nuser = "Explain."\n[[turns.steps]]\n'
+        f'text = "token "\nrepeat = {chunks}\nchunks = {chunks}\n',
+        path="<bench-stream>",
+    )
+
+
+def _tools_scenario(calls: int) -> Scenario:
+    listed = ", ".join(f'{{ tool = "lookup", arguments = {{ key = {i} }} }}' for i in range(calls))
+    return parse_scenario(
+        'name = "bench-tools"\nmax_parallel_tools = 8\n'
+        '[tools.lookup]\nread_only = true\nparallel_safe = true\nresult = "found"\n'
+        '[[turns]]\nuser = "Look everything up."\n'
+        f'[[turns.steps]]\ntext = "Looking up."\ntool_calls = [{listed}]\n'
+        '[[turns.steps]]\ntext = "Done."\n',
+        path="<bench-tools>",
+    )
+
+
+def _run_turn(scenario: Scenario, policy: str, directory: Path) -> tuple[float, int, int]:
+    """Run the scenario's first turn in-process on real files: (seconds of the
+    turn, fsyncs of the session log during it, flushes)."""
+    backend = JsonlBackend(directory)
+    loaded = backend.open(session_id="bench", create=True, resume=False)
+    syncs = [0]
+    sync = backend.sync
+
+    def counting_sync() -> None:
+        syncs[0] += 1
+        sync()
+
+    setattr(backend, "sync", counting_sync)  # noqa: B010 (a method, not a field)
+    log = SessionLog(loaded.session_id, loaded.events)
+    coordinator = PersistenceCoordinator(log, backend)
+    host = Host()
+    dispose = host.load(policy_plugin(policy, coordinator))
+    ledger = WorldLedger(directory / "world-ledger.jsonl")
+    agent = Agent(
+        log=log,
+        coordinator=coordinator,
+        host=host,
+        model=ScriptedModel(scenario),
+        tools=ScriptedTools(scenario, ledger),
+        pool_size=scenario.max_parallel_tools,
+    )
+
+    async def turn() -> float:
+        started = time.perf_counter()
+        await agent.run_turn(scenario.turns[0].user, script_turn=0, script_step=0)
+        return time.perf_counter() - started
+
+    try:
+        seconds = asyncio.run(turn())
+    finally:
+        dispose()
+        backend.close()
+        ledger.close()
+    return seconds, syncs[0], coordinator.flush_count
+
+
+def checkpoint_cost(quick: bool, *, say: Say = _quiet) -> CheckpointCost:
+    """fsyncs and throughput of semantic, turn-only and every-event on a 10-chunk
+    and a 10,000-chunk answer (quick: 1,000) and on 100 tool calls (quick: 20)."""
+    short, long, calls = (10, 1000, 20) if quick else (10, 10_000, 100)
+    rounds = 2 if quick else 3
+    workloads = [
+        ("stream", short, _stream_scenario(short)),
+        ("stream", long, _stream_scenario(long)),
+        ("tools", calls, _tools_scenario(calls)),
+    ]
+    directory = Path(tempfile.mkdtemp(prefix="faultlab-bench-"))
+    counter = [0]
+    try:
+        sides: list[Callable[[], tuple[float, int, int]]] = []
+        for _kind, _units, scenario in workloads:
+            for policy in POLICIES:
+
+                def run(
+                    scenario: Scenario = scenario, policy: str = policy
+                ) -> tuple[float, int, int]:
+                    counter[0] += 1
+                    return _run_turn(scenario, policy, directory / f"s{counter[0]}")
+
+                sides.append(run)
+        samples = _side_by_side(rounds, sides)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    runs: list[PolicyRun] = []
+    index = 0
+    for kind, units, _scenario in workloads:
+        for policy in POLICIES:
+            taken = samples[index]
+            index += 1
+            fsyncs = tuple(s[1] for s in taken)
+            seconds = _median([s[0] for s in taken])
+            flushes = max(s[2] for s in taken)
+            runs.append(
+                PolicyRun(
+                    policy, kind, units, max(fsyncs), fsyncs, flushes, seconds, units / seconds
+                )
+            )
+            say(f"checkpoint cost: {policy} {kind} x{units}: {max(fsyncs)} fsync(s)")
+
+    def find(policy: str, kind: str, units: int) -> PolicyRun:
+        return next(r for r in runs if (r.policy, r.workload, r.units) == (policy, kind, units))
+
+    semantic_short = find("semantic", "stream", short).fsyncs_per_round
+    semantic_long = find("semantic", "stream", long).fsyncs_per_round
+    return CheckpointCost(
+        short_chunks=short,
+        long_chunks=long,
+        tool_calls=calls,
+        rounds=rounds,
+        runs=tuple(runs),
+        semantic_vs_turn_only_stream=find("semantic", "stream", long).per_second
+        / find("turn-only", "stream", long).per_second,
+        semantic_vs_turn_only_tools=find("semantic", "tools", calls).per_second
+        / find("turn-only", "tools", calls).per_second,
+        semantic_fsyncs_short=max(semantic_short),
+        semantic_fsyncs_long=max(semantic_long),
+        semantic_fsyncs_constant=len({*semantic_short, *semantic_long}) == 1,
+    )
+
+
+# --- all of them ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OfflineStates:
+    """Offline power-loss/torn-write crash states checked per second vs real
+    SIGKILL cases per second, measured in the same run (issue 5)."""
+
+    figures: dict[str, Any]
+
+
+def offline_states(quick: bool, *, say: Say = _quiet) -> OfflineStates:
+    from faultlab.lab.powerloss import offline_rate
+
+    say("offline states: deriving and checking every power-loss and torn-write state")
+    return OfflineStates(offline_rate(quick))
+
+
+SECTIONS: dict[str, Callable[..., Any]] = {
+    "crash_loop": crash_loop,
+    "explore_jobs": explore_jobs,
+    "log_reload": log_reload,
+    "checkpoint_cost": checkpoint_cost,
+    "offline_states": offline_states,
+}
+
+
+def _machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+    }
+
+
+def _load() -> float | None:
+    """The 1-minute load average: how busy the machine was (not only with us)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def run_sections(names: Sequence[str], quick: bool, *, say: Say = _quiet) -> dict[str, Any]:
+    """Run the named benchmarks in order; one JSON-able dict."""
+    unknown = [name for name in names if name not in SECTIONS]
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {unknown} (known: {', '.join(SECTIONS)})")
+    started = time.perf_counter()
+    report: dict[str, Any] = {
+        "quick": quick,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": _machine(),
+    }
+    before = _load()
+    for name in names:
+        say(f"{name}: running")
+        gc.collect()
+        report[name] = {**asdict(SECTIONS[name](quick, say=say)), "quick": quick}
+    report["seconds"] = time.perf_counter() - started
+    after = _load()
+    if before is not None and after is not None:
+        report["load"] = {"before": before, "after": after}
+    report["acceptance"] = acceptance(report)
+    return report
+
+
+def run_all(quick: bool, *, say: Say = _quiet) -> dict[str, Any]:
+    """All four benchmarks, with the machine they ran on and the acceptance checks."""
+    return run_sections(list(SECTIONS), quick, say=say)
+
+
+def script_main(names: Sequence[str], default_out: Path, argv: Sequence[str] | None = None) -> int:
+    """The body of a `benchmarks/*.py` script: run `names`, print the table on
+    stdout (progress on stderr), merge the results into the JSON file."""
+    parser = argparse.ArgumentParser(description=f"faultlab benchmark: {', '.join(names)}")
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
+    parser.add_argument("--out", type=Path, default=default_out, help="JSON results file")
+    args = parser.parse_args(argv)
+    report = run_sections(names, args.quick, say=lambda text: print(text, file=sys.stderr))
+    write_json(args.out, report, merge=True)
+    print("\n".join(table(report)))
+    print(f"results merged into {args.out}")
+    return 0

@@ -1,0 +1,194 @@
+# The benchmark results for people and files: issue 4's acceptance targets next
+# to the figures, the table, and the JSON file (written atomically, optionally
+# merged section by section).  Works on the JSON form of the results, so a file
+# merged from several runs prints the same way.
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["acceptance", "table", "write_json"]
+
+
+def acceptance(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Issue 4's acceptance targets next to the figures present in `report`."""
+    checks: list[dict[str, Any]] = []
+
+    def check(section: str, figure: str, value: Any, target: str, met: bool) -> None:
+        checks.append(
+            {"section": section, "figure": figure, "value": value, "target": target, "met": met}
+        )
+
+    if (o := report.get("offline_states")) is not None:
+        ratio = o["figures"]["ratio"]
+        check("offline_states", "offline_vs_real", ratio, ">= 100x", ratio >= 100)
+    if (c := report.get("crash_loop")) is not None:
+        check("crash_loop", "fork_vs_exec", c["fork_vs_exec"], ">= 15x", c["fork_vs_exec"] >= 15)
+        value = c["fork_case_vs_floor"]
+        check("crash_loop", "fork_case_vs_floor", value, "<= 8x", value <= 8)
+    if (c := report.get("checkpoint_cost")) is not None:
+        constant = c["semantic_fsyncs_constant"]
+        check("checkpoint_cost", "semantic_fsyncs_constant", constant, "same count", constant)
+        value = c["semantic_vs_turn_only_stream"]
+        check("checkpoint_cost", "semantic_vs_turn_only_stream", value, ">= 0.9x", value >= 0.9)
+    if (c := report.get("log_reload")) is not None:
+        value = c["orjson_vs_json"]
+        check("log_reload", "orjson_vs_json", value, ">= 3x", value >= 3)
+        value = c["orjson_mb_per_s"]
+        check("log_reload", "orjson_mb_per_s", value, ">= 100 MB/s", value >= 100)
+    if (c := report.get("explore_jobs")) is not None:
+        check("explore_jobs", "speedup", c["speedup"], ">= 1.6x", c["speedup"] >= 1.6)
+    return checks
+
+
+def _row(label: str, value: str, note: str = "") -> str:
+    return f"  {label:<34} {value:>14}  {note}".rstrip()
+
+
+def _table_crash_loop(c: Mapping[str, Any]) -> list[str]:
+    return [
+        f"crash loop: {c['scenario']}, {c['cases']} SIGKILL case(s) x {c['rounds']} round(s)",
+        _row(
+            "fork", f"{c['fork_cases_per_s']:.1f} cases/s", f"{c['fork_ms_per_case']:.1f} ms/case"
+        ),
+        _row(
+            "exec", f"{c['exec_cases_per_s']:.1f} cases/s", f"{c['exec_ms_per_case']:.1f} ms/case"
+        ),
+        _row(
+            "floor: fork, park, SIGKILL, reap",
+            f"{c['floor_ms']:.3f} ms",
+            f"median of {c['floor_repetitions']}"
+            + (f", parent RSS {rss:.0f} MB" if (rss := c.get("floor_parent_rss_mb")) else ""),
+        ),
+        _row("fork / exec (cases per second)", f"{c['fork_vs_exec']:.1f}x"),
+        _row("fork case / floor", f"{c['fork_case_vs_floor']:.1f}x"),
+    ]
+
+
+def _table_explore_jobs(c: Mapping[str, Any]) -> list[str]:
+    passed = "all passed" if c["all_passed"] else "NOT all passed"
+    return [
+        f"explore: {', '.join(c['scenarios'])}, {c['cases']} case(s) x {c['rounds']} round(s), "
+        f"{passed}",
+        _row("--jobs 1", f"{c['jobs1_median']:.2f} s"),
+        _row("--jobs 2", f"{c['jobs2_median']:.2f} s"),
+        _row("speed-up (jobs 1 / jobs 2)", f"{c['speedup']:.2f}x"),
+    ]
+
+
+def _table_log_reload(c: Mapping[str, Any]) -> list[str]:
+    return [
+        f"log reload + expected repair: {c['megabytes']:.1f} MB, {c['events']} events, "
+        f"{c['turns']} turns x {c['rounds']} round(s)",
+        _row("orjson", f"{c['orjson_mb_per_s']:.1f} MB/s"),
+        _row("json (standard library)", f"{c['json_mb_per_s']:.1f} MB/s"),
+        _row("orjson / json", f"{c['orjson_vs_json']:.2f}x"),
+    ]
+
+
+def _table_checkpoint_cost(c: Mapping[str, Any]) -> list[str]:
+    lines = [
+        f"checkpoint cost: one turn each, {c['rounds']} round(s)",
+        f"  {'policy':<12} {'workload':<18} {'fsyncs':>6} {'flushes':>7} {'per second':>14}",
+    ]
+    for r in c["runs"]:
+        unit = "chunks" if r["workload"] == "stream" else "calls"
+        lines.append(
+            f"  {r['policy']:<12} {r['units']:>6} {unit:<11} {r['fsyncs']:>6} {r['flushes']:>7} "
+            f"{r['per_second']:>9.0f} {unit}/s"
+        )
+    same = "same" if c["semantic_fsyncs_constant"] else "DIFFERENT"
+    lines += [
+        _row(
+            f"semantic fsyncs, {c['short_chunks']} vs {c['long_chunks']} chunks",
+            f"{c['semantic_fsyncs_short']} vs {c['semantic_fsyncs_long']}",
+            same,
+        ),
+        _row("semantic / turn-only, stream", f"{c['semantic_vs_turn_only_stream']:.2f}x"),
+        _row("semantic / turn-only, tool calls", f"{c['semantic_vs_turn_only_tools']:.2f}x"),
+    ]
+    return lines
+
+
+def _table_offline_states(section: Mapping[str, Any]) -> list[str]:
+    f = section["figures"]
+    return [
+        f"offline crash states vs real SIGKILL cases: {f['scenario']}",
+        _row("offline states/s", f"{f['offlineStatesPerSecond']:.1f}"),
+        _row("real SIGKILL cases/s", f"{f['realCasesPerSecond']:.2f}"),
+        _row("offline / real, per state", f"{f['ratio']:.1f}x"),
+    ]
+
+
+_TABLES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
+    "crash_loop": _table_crash_loop,
+    "explore_jobs": _table_explore_jobs,
+    "log_reload": _table_log_reload,
+    "checkpoint_cost": _table_checkpoint_cost,
+    "offline_states": _table_offline_states,
+}
+
+
+def table(report: Mapping[str, Any]) -> list[str]:
+    """The figures, ratios and acceptance targets of `report`, for people."""
+    machine = report.get("machine", {})
+    lines = [
+        f"faultlab bench{' --quick' if report.get('quick') else ''}: {machine.get('cpus')} CPU(s), "
+        f"Python {machine.get('python')}; pairs measured side by side, medians"
+    ]
+    if (load := report.get("load")) is not None:
+        lines.append(
+            f"load average (1 min) before {load['before']:.2f}, after {load['after']:.2f}: "
+            "other work on the machine slows every figure"
+        )
+    for name, render in _TABLES.items():
+        if name in report:
+            lines += ["", *render(report[name])]
+    checks = acceptance(report)
+    if checks:
+        note = " (--quick: small sizes, only indicative)" if report.get("quick") else ""
+        lines += ["", f"issue 4 targets{note}:"]
+        for item in checks:
+            value = item["value"]
+            shown = (
+                str(value).lower()
+                if isinstance(value, bool)
+                else f"{value:.{3 if value < 10 else 1}f}"
+            )
+            verdict = "met" if item["met"] else "NOT met"
+            lines.append(
+                f"  {item['figure']:<30} {shown:>10}  target {item['target']:<12} {verdict}"
+            )
+    return lines
+
+
+def write_json(path: Path, report: Mapping[str, Any], *, merge: bool = False) -> None:
+    """Write `report` to `path` atomically (temp file, fsync, rename).  With
+    `merge`, its sections replace those of the JSON already there."""
+    data: dict[str, Any] = {}
+    if merge:
+        try:
+            old = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            old = None
+        if isinstance(old, dict):
+            data.update(old)
+    data.update(report)
+    data["acceptance"] = acceptance(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,62 @@
+# `faultlab bench --quick` runs every benchmark and writes its JSON; no test
+# looks at a time, only at the figures being there and positive.
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from faultlab.cli import main
+
+RATIOS = {
+    "crash_loop": ("fork_cases_per_s", "exec_cases_per_s", "floor_ms", "fork_vs_exec",
+                   "fork_case_vs_floor"),
+    "explore_jobs": ("jobs1_median", "jobs2_median", "speedup"),
+    "log_reload": ("orjson_mb_per_s", "json_mb_per_s", "orjson_vs_json"),
+    "checkpoint_cost": ("semantic_vs_turn_only_stream", "semantic_vs_turn_only_tools"),
+}  # fmt: skip
+
+
+@pytest.mark.realprocess
+def test_bench_quick_writes_every_section(tmp_path: Path) -> None:
+    out = tmp_path / "reports" / "bench.json"
+    result = CliRunner().invoke(main, ["bench", "--quick", "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.stderr + (repr(result.exception) or "")
+    written: dict[str, Any] = orjson.loads(out.read_bytes())
+    assert orjson.loads(result.stdout) == written
+    assert written["quick"] is True and written["machine"]["cpus"] >= 1
+    for section, keys in RATIOS.items():
+        for key in keys:
+            value = written[section][key]
+            assert isinstance(value, float) and value > 0, (section, key, value)
+    cost = written["checkpoint_cost"]
+    assert len(cost["runs"]) == 9 and all(run["per_second"] > 0 for run in cost["runs"])
+    turn_only = [run for run in cost["runs"] if run["policy"] == "turn-only"]
+    assert all(run["fsyncs"] >= 1 for run in turn_only)
+    assert isinstance(cost["semantic_fsyncs_constant"], bool)
+    assert written["explore_jobs"]["all_passed"] is True
+    assert written["log_reload"]["events"] > 0
+    assert {c["figure"] for c in written["acceptance"]} >= {"fork_vs_exec", "speedup"}
+    for heading in ("crash loop", "explore", "log reload", "checkpoint cost", "fork / exec"):
+        assert heading in result.stderr
+    assert not list(out.parent.glob(".*.tmp"))  # the atomic write left no temp file
+
+
+def test_a_benchmark_script_merges_its_section(tmp_path: Path) -> None:
+    from faultlab.bench import write_json
+
+    out = tmp_path / "bench.json"
+    write_json(out, {"quick": True, "log_reload": {"orjson_vs_json": 2.0, "orjson_mb_per_s": 50.0}})
+    write_json(out, {"quick": True, "explore_jobs": {"speedup": 1.7}}, merge=True)
+    merged = orjson.loads(out.read_bytes())
+    assert (
+        merged["log_reload"]["orjson_vs_json"] == 2.0 and merged["explore_jobs"]["speedup"] == 1.7
+    )
+    assert [c["figure"] for c in merged["acceptance"]] == [
+        "orjson_vs_json",
+        "orjson_mb_per_s",
+        "speedup",
+    ]

@@ -16,6 +16,7 @@ from faultlab.lab.explore import (
     Shard,
     explore,
     load_scenarios,
+    plan_cases,
     run_one,
 )
 from faultlab.lab.model import Case, CaseResult
@@ -117,7 +118,17 @@ def run_single(
         scenario, policy=policy, target=target, timeout=timeout, workdir=workdir, spawn=spawn
     )
     options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
-    return run_one(Case(reference.scenario_path, occurrence, fault), reference, options)
+    case = Case(reference.scenario_path, occurrence, fault)
+    if reference.returncode == 0 and occurrence != COVERAGE:
+        applicable = [c for c in plan_cases(reference, (fault,)) if c.fault == fault]
+        if applicable and case not in applicable:
+            where = ", ".join(c.occurrence for c in applicable[:8])
+            more = ", ..." if len(applicable) > 8 else ""
+            raise LabUsageError(
+                f"fault {fault!r} does not apply at {occurrence} in {Path(scenario).name} "
+                f"(it applies at: {where}{more})"
+            )
+    return run_one(case, reference, options)
 
 
 def explore_paths(

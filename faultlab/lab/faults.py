@@ -12,6 +12,7 @@
 # power-loss and torn-write are derived offline (faultlab/lab/powerloss.py).
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import signal
 import time
@@ -77,7 +78,10 @@ def _fail_closed(obs: Observation, status: ChildExit | None) -> list[Violation]:
     failed_at: int | None = None
     for message in obs.trace:
         if message.get("fact") == "flush":
-            failed_at = None if message.get("ok") else (failed_at or message.get("first", -1))
+            if message.get("ok"):
+                failed_at = None
+            elif failed_at is None:
+                failed_at = message.get("first", -1)
             continue
         if failed_at is None or "boundary" not in message:
             continue
@@ -205,7 +209,10 @@ def _crash_in_repair(case: Case, reference: Reference, options: LabOptions) -> C
     """Kill at the occurrence, then kill the resumed child at every write of its
     repair; every interrupted repair must converge on the uninterrupted one."""
     started = time.monotonic()
-    base = run_case(Case(case.scenario, case.occurrence, "sigkill"), reference, options)
+    # Its own work directory: the real [sigkill] case of this occurrence may
+    # be running at the same time under --jobs.
+    base_options = dataclasses.replace(options, workdir=options.workdir / "repair-base")
+    base = run_case(Case(case.scenario, case.occurrence, "sigkill"), reference, base_options)
     if base.verdict != "pass" or "crashed" not in base.artifacts:
         return CaseResult(case, base.verdict, base.violations, time.monotonic() - started,
                           base.detail, base.artifacts)  # fmt: skip

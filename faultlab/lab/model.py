@@ -54,7 +54,7 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "REFERENCE_FAILED": ("lab", "the fault-free run of the scenario did not complete"),
     "FAULT_UNSUPPORTED": (
         "lab",
-        "the target does not report the write/fsync facts this fault needs",
+        "the target does not report the write facts and flush/written boundary this fault needs",
     ),
 }
 

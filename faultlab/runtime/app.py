@@ -38,7 +38,8 @@ Say = Callable[[str], None]
 def _inject_failure(backend: Backend, reply: dict[str, Any]) -> None:
     """The lab's io-error fault: the next write (or fsync) of the log fails."""
     code = getattr(errno, str(reply.get("errno", "EIO")), errno.EIO)
-    backend.arm_failure(str(reply.get("op", "write")), code)
+    op = str(reply.get("op", "write"))
+    backend.arm_failure(op if op in ("write", "sync") else "write", code)
 
 
 class CompositeApp:

@@ -52,7 +52,10 @@ class ScriptedTools:
                 call_id=call.call_id, tool=spec.name, arguments=call.arguments, key=key
             )
             if PROBE.enabled:
-                PROBE.reach("tool/effect", callId=call.call_id, tool=spec.name, applied=applied)
+                PROBE.reach(
+                    "tool/effect", callId=call.call_id, tool=spec.name, applied=applied,
+                    parentCallId=call.parent_call_id,
+                )  # fmt: skip
         content = spec.result or "ok"
         if spec.observes is not None:
             content = (

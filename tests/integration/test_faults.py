@@ -55,3 +55,13 @@ def test_turn_only_lets_a_body_run_after_cancellation(tmp_path: Path) -> None:
     result = api.run_single(PAYMENT, "tool/logged#1", fault="cancel-in-checkpoint",
                             policy="turn-only", workdir=tmp_path)  # fmt: skip
     assert "DISPATCH_AFTER_CANCEL" in result.codes
+
+
+def test_a_fault_at_an_occurrence_where_it_does_not_apply_is_a_usage_error(
+    tmp_path: Path,
+) -> None:
+    from faultlab.lab.errors import LabUsageError
+
+    with pytest.raises(LabUsageError, match="applies at: tool/logged#1"):
+        api.run_single(PAYMENT, "tool/durable#1", fault="cancel-in-checkpoint",
+                       workdir=tmp_path)  # fmt: skip

@@ -7,7 +7,8 @@ A crash while the model streams loses the record of a request that really
 reached the provider (and was billed).
 
 The oracle must report: REQUEST_ENVELOPE_LOST (G1).
-Shows at: chat.toml model/chunk#1 (or any request/durable#n of turn 0).
+Shows at: chat.toml model/chunk#1 (not at request/durable#1: parked there, the child
+is killed before it calls the model).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ even the assistant message that asked for it survives), so after resume the
 model asks for it again and the effect is applied twice.
 
 The oracle must report: TOOL_INTENT_LOST (G2).
-Shows at: payment.toml tool/effect#1 (also tool/durable#1): a charge_card
-effect in the world ledger, no tool/call in the log.
+Shows at: payment.toml tool/effect#1 (not tool/durable#1, where the body has not
+started yet): a charge_card effect in the world ledger, no tool/call in the log.
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -71,13 +70,11 @@ def test_a_target_that_behaves_differently_under_test_drifts(tmp_path: Path) -> 
 
 
 def test_a_target_that_hangs_is_reported_and_killed(tmp_path: Path) -> None:
-    started = time.monotonic()
     result = api.run_single(
         str(SCENARIOS / "chat.toml"), "model/chunk#1", target=variant("hangs"),
         workdir=tmp_path, timeout=2,
     )  # fmt: skip
     assert result.verdict == "hung" and result.codes == ("CHILD_HUNG",)
-    assert time.monotonic() - started < 30
     leftovers = [
         p for p in psutil.process_iter(["cmdline"])
         if str(VARIANTS / "hangs.py") in " ".join(p.info["cmdline"] or [])

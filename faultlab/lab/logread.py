@@ -341,6 +341,9 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
         # the reference decodes that line again and deals with it as it always has.
         with contextlib.suppress(Exception):
             records.extend(map(loads, lines))
+        # Line i starts one byte after the newline that ends line i - 1.
+        offsets = list(accumulate(map((1).__add__, map(len, lines)), initial=header_end + 1))
+        del lines  # the copy of the whole log is no longer needed
         columns = _columns(records)
         if columns is None:
             del records[_good_count(records) :]
@@ -350,11 +353,8 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
                 return [], header_end + 1
         del records  # before the GC resumes: fewer young objects for it to scan
         count = len(columns[0])
-        # Line i starts one byte after the newline that ends line i - 1.
-        offsets = list(
-            accumulate(map((1).__add__, map(len, lines[:count])), initial=header_end + 1)
-        )
-        end = offsets.pop()
+        end = offsets[count]  # where the last good line ends
+        del offsets[count:]
         events: list[LogEvent] = list(map(_new, repeat(LogEvent, count)))
         values = (*columns, range(2, count + 2), offsets)
         for setter, column in zip(_FIELD_SETTERS, values, strict=True):

@@ -23,7 +23,7 @@ from typing import Any
 from faultlab.lab.expected import expected_repair
 from faultlab.lab.logread import LogView, parse_log
 from faultlab.lab.model import Case, CaseResult, Violation
-from faultlab.lab.oracle import Observation
+from faultlab.lab.oracle import Observation, _key
 from faultlab.lab.runner import (
     LabOptions,
     Reference,
@@ -201,8 +201,8 @@ def _occurrence(reference: Reference, occurrence: str) -> dict[str, Any]:
                 if m["boundary"] == name and m["n"] == int(n))  # fmt: skip
 
 
-def _normal(view: LogView) -> list[tuple[int, str, Any]]:
-    return [(e.seq, e.type, e.data) for e in view.events]
+def _normal(view: LogView) -> list[tuple[int, str, bytes]]:
+    return [_key(event) for event in view.events]  # the oracle's event identity
 
 
 def _crash_in_repair(case: Case, reference: Reference, options: LabOptions) -> CaseResult:

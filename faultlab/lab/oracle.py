@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from faultlab.lab.expected import expected_repair
-from faultlab.lab.logread import LogEvent, LogView
+from faultlab.lab.logread import LogEvent, LogProblem, LogView
 from faultlab.lab.model import Case, Violation
 from faultlab.lab.spawn import ChildExit
 from faultlab.lab.validity import check_history
@@ -65,27 +65,36 @@ def check_crash_integrity(
     of the reference log.  No process needed: also used for power-loss states."""
     found = [
         Violation(
-            p.code if p.code != "BAD_HEADER" else "CORRUPT_COMMITTED_LOG",
+            _integrity_code(p),
             f"crashed log line {p.line} (byte {p.offset}): {p.message}",
             {"line": p.line, "offset": p.offset},
         )
         for p in crashed.problems
     ]
-    reference = reference_log.events
-    for index, event in enumerate(crashed.events):
-        if not prefix:
-            break
-        if index >= len(reference) or _key(event) != _key(reference[index]):
-            found.append(
-                Violation(
-                    "LOG_NOT_PREFIX",
-                    f"crashed log line {event.line} (seq {event.seq}, {event.type}) is not what "
-                    "the reference run appended there",
-                    {"seq": event.seq, "line": event.line},
-                )
+    event = _first_difference(crashed.events, reference_log.events) if prefix else None
+    if event is not None:
+        found.append(
+            Violation(
+                "LOG_NOT_PREFIX",
+                f"crashed log line {event.line} (seq {event.seq}, {event.type}) is not what "
+                "the reference run appended there",
+                {"seq": event.seq, "line": event.line},
             )
-            break
+        )
     return found
+
+
+def _integrity_code(problem: LogProblem) -> str:
+    # A log without a readable header lost its committed start.
+    return problem.code if problem.code != "BAD_HEADER" else "CORRUPT_COMMITTED_LOG"
+
+
+def _first_difference(events: Sequence[LogEvent], reference: Sequence[LogEvent]) -> LogEvent | None:
+    """The first event of `events` that is not the event at its place in `reference`."""
+    for index, event in enumerate(events):
+        if index >= len(reference) or _key(event) != _key(reference[index]):
+            return event
+    return None
 
 
 def check_integrity(obs: Observation) -> list[Violation]:
@@ -93,20 +102,19 @@ def check_integrity(obs: Observation) -> list[Violation]:
     found = check_crash_integrity(obs.crashed, obs.reference_log, prefix=not obs.diverged)
     for later_name, later in (("repaired", obs.repaired), ("final", obs.final)):
         earlier = obs.crashed if later_name == "repaired" else obs.repaired
-        for index, event in enumerate(earlier.events):
-            if index >= len(later.events) or _key(later.events[index]) != _key(event):
-                found.append(
-                    Violation(
-                        "LOG_NOT_PREFIX",
-                        f"the {later_name} log does not start with the log it was made from "
-                        f"(first difference at seq {event.seq})",
-                        {"log": later_name, "seq": event.seq},
-                    )
+        event = _first_difference(earlier.events, later.events)
+        if event is not None:
+            found.append(
+                Violation(
+                    "LOG_NOT_PREFIX",
+                    f"the {later_name} log does not start with the log it was made from "
+                    f"(first difference at seq {event.seq})",
+                    {"log": later_name, "seq": event.seq},
                 )
-                break
+            )
         found.extend(
             Violation(
-                p.code if p.code != "BAD_HEADER" else "CORRUPT_COMMITTED_LOG",
+                _integrity_code(p),
                 f"{later_name} log line {p.line}: {p.message}",
                 {"log": later_name},
             )
@@ -184,17 +192,18 @@ def _appended(before: LogView, after: LogView) -> list[LogEvent]:
     return list(after.events[len(before.events) :])
 
 
+def _exit_failed(step: str, status: ChildExit) -> Violation:
+    return Violation(
+        "RESUME_FAILED",
+        f"{step} exited with status {status.returncode}: {_last_line(status.stderr)}",
+        {"status": status.returncode},
+    )
+
+
 def check_repair(obs: Observation) -> list[Violation]:
     """G3, G6 guidance, G7, G8 on the target's repair."""
     if obs.repair_status.returncode != 0:
-        return [
-            Violation(
-                "RESUME_FAILED",
-                f"repair exited with status {obs.repair_status.returncode}: "
-                f"{_last_line(obs.repair_status.stderr)}",
-                {"status": obs.repair_status.returncode},
-            )
-        ]
+        return [_exit_failed("repair", obs.repair_status)]
     found: list[Violation] = []
     tools = {spec.name: spec for spec in obs.scenario.tools}
     expected = expected_repair(obs.crashed.events, tools)
@@ -247,14 +256,7 @@ def check_repair(obs: Observation) -> list[Violation]:
 def check_resume(obs: Observation) -> list[Violation]:
     """G6 effects, G7 on the resumed history, G8 idempotence of repair."""
     if obs.resume_status.returncode != 0:
-        return [
-            Violation(
-                "RESUME_FAILED",
-                f"resume exited with status {obs.resume_status.returncode}: "
-                f"{_last_line(obs.resume_status.stderr)}",
-                {"status": obs.resume_status.returncode},
-            )
-        ]
+        return [_exit_failed("resume", obs.resume_status)]
     found: list[Violation] = []
     added = _appended(obs.repaired, obs.final)
     before_turn = []

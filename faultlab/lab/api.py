@@ -21,6 +21,7 @@ from faultlab.lab.explore import (
 )
 from faultlab.lab.model import Case, CaseResult
 from faultlab.lab.runner import LabOptions, Reference, run_reference
+from faultlab.lab.scratch import scratch_root
 from faultlab.lab.target import Target, command_target, reference_target
 from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import POLICIES, Scenario, load_scenario
@@ -81,12 +82,13 @@ def parse_faults(text: str) -> tuple[str, ...]:
 
 @contextmanager
 def workdir(keep: Path | None = None) -> Iterator[Path]:
-    """Where children's sessions live during a run (a temp dir unless `keep`)."""
+    """Where children's sessions live during a run (a temp dir under
+    `scratch_root()` unless `keep`)."""
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
         yield keep
         return
-    path = Path(tempfile.mkdtemp(prefix="faultlab-"))
+    path = Path(tempfile.mkdtemp(prefix="faultlab-", dir=scratch_root()))
     try:
         yield path
     finally:

@@ -4,6 +4,7 @@
 # interrupted exploration).
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -150,6 +151,17 @@ def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult
     return run_fault_case(case, reference, options)
 
 
+def _run_and_tidy(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    """run_one, then remove the case's directory if it passed: only a failure's
+    artifacts are reported, and a long exploration must not fill the scratch
+    space (faultlab/lab/scratch.py) with thousands of passing cases."""
+    result = run_one(case, reference, options)
+    where = result.artifacts.get("dir")
+    if result.passed and where is not None and Path(where).is_relative_to(options.workdir):
+        shutil.rmtree(where, ignore_errors=True)
+    return result
+
+
 def explore(
     scenarios: Sequence[tuple[str, Scenario]],
     options: LabOptions,
@@ -177,7 +189,7 @@ def explore(
         if shard is not None:
             cases = shard.take(cases)
         futures: list[Future[CaseResult]] = [
-            executor.submit(run_one, case, by_path[case.scenario], options) for case in cases
+            executor.submit(_run_and_tidy, case, by_path[case.scenario], options) for case in cases
         ]
         results = []
         for done, future in enumerate(futures, start=1):

@@ -82,8 +82,18 @@ async def _run(runner: SessionRunner, say: Callable[[str], None]) -> int:
 
 
 def warm_up() -> None:
-    """Do once what every run does first (for the fork server, before it forks)."""
+    """Do once what every run does first (for the fork server, before it forks):
+    build the parser, and run one empty event loop with the stop handlers
+    installed and removed, so that the objects asyncio creates lazily on its
+    first use exist before the fork instead of in every child."""
     _parser()
+
+    async def empty() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, lambda: None)
+
+    asyncio.run(empty())
 
 
 def main(argv: list[str] | None = None, *, scenario: Scenario | None = None) -> int:

@@ -43,3 +43,11 @@ def test_turn_only_fails_on_the_bundled_scenarios_as_predicted(tmp_path: Path) -
     assert {"REQUEST_ENVELOPE_LOST", "TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"} <= codes
     # Killed before its first request, or after the turn ended, turn-only loses nothing.
     assert all(r.passed for r in result.results if r.case.occurrence.startswith("turn/started"))
+    # Only the failures keep their case directories (and so their artifacts).
+    kept = {p.name for p in (tmp_path / "cases").iterdir()}
+    failed = {
+        Path(r.artifacts["dir"]).name
+        for r in result.results
+        if not r.passed and "dir" in r.artifacts
+    }
+    assert failed and kept == failed

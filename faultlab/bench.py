@@ -34,6 +34,7 @@ from faultlab.lab.explore import COVERAGE, plan_cases, run_one
 from faultlab.lab.logread import Loads, read_log_file
 from faultlab.lab.model import Case
 from faultlab.lab.runner import LabOptions, Reference
+from faultlab.lab.scratch import scratch_root
 from faultlab.runtime.agent import Agent
 from faultlab.runtime.backends import JsonlBackend
 from faultlab.runtime.checkpoints import policy_plugin
@@ -561,6 +562,11 @@ def _machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
+        # where the crash loop's and the explorations' children keep their
+        # sessions (faultlab/lab/scratch.py); the checkpoint-cost runs use the
+        # system temp dir, so that their fsyncs reach a disk
+        "scratch": str(scratch_root()),
+        "tempdir": tempfile.gettempdir(),
     }
 
 

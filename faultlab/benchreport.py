@@ -141,6 +141,11 @@ def table(report: Mapping[str, Any]) -> list[str]:
         f"faultlab bench{' --quick' if report.get('quick') else ''}: {machine.get('cpus')} CPU(s), "
         f"Python {machine.get('python')}; pairs measured side by side, medians"
     ]
+    if machine.get("scratch"):
+        lines.append(
+            f"case sessions under {machine['scratch']}; checkpoint-cost logs under "
+            f"{machine.get('tempdir')}"
+        )
     if (load := report.get("load")) is not None:
         lines.append(
             f"load average (1 min) before {load['before']:.2f}, after {load['after']:.2f}: "

@@ -4,7 +4,7 @@
 # rolls it back, so a retry can never duplicate a seq), seq as the primary
 # key, the header in its own table, atomic creation (built under a temp name,
 # fsynced, linked into place, directory fsynced) and the same exclusive
-# writer lock file as JSONL.  The schema is documented in docs/backends.md.
+# writer lock file as JSONL.  Schema and reader: sqlite_format.py.
 from __future__ import annotations
 
 import errno
@@ -16,7 +16,6 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -29,27 +28,13 @@ from faultlab.runtime.backends.base import (
     SessionMissingError,
     SessionSummary,
 )
-from faultlab.runtime.events import EVENT_TYPES, FORMAT_VERSION, Event
+from faultlab.runtime.backends.sqlite_format import SCHEMA, connect, decode_header, read_database
+from faultlab.runtime.events import FORMAT_VERSION, Event
 
-__all__ = ["DB_NAME", "SCHEMA", "SqliteBackend"]
+__all__ = ["DB_NAME", "SqliteBackend"]
 
 DB_NAME = "session.sqlite"
 LOCK_NAME = "session.sqlite.lock"
-
-SCHEMA = (
-    "CREATE TABLE header ("
-    " only INTEGER PRIMARY KEY CHECK (only = 1),"
-    " format INTEGER NOT NULL,"
-    " id TEXT NOT NULL,"
-    " created_at REAL NOT NULL"
-    ") STRICT",
-    "CREATE TABLE events ("
-    " seq INTEGER PRIMARY KEY CHECK (seq >= 0),"
-    " type TEXT NOT NULL,"
-    " time REAL NOT NULL,"
-    " data TEXT NOT NULL"
-    ") STRICT",
-)
 
 # sqlite3 errors the coordinator must see as a failed flush (an OSError).
 _ERRNO = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_READONLY": errno.EROFS}
@@ -68,67 +53,6 @@ def _fsync_path(path: Path, *, directory: bool = False) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    # isolation_level=None: no implicit transactions; every BEGIN/COMMIT is ours.
-    connection = sqlite3.connect(path, isolation_level=None, timeout=0.0)
-    try:
-        mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise sqlite3.OperationalError(f"journal_mode is {mode!r}, WAL was refused")
-        connection.execute("PRAGMA synchronous=FULL")
-    except BaseException:
-        connection.close()
-        raise
-    return connection
-
-
-def _decode_header(row: Any, path: str) -> dict[str, Any]:
-    if row is None:
-        raise SessionCorruptError(path, 1, 0, "the header table has no row", where="header")
-    fmt, session_id, created_at = row
-    if fmt != FORMAT_VERSION:
-        problem = f"header field 'format' is {fmt!r}; this reader knows {FORMAT_VERSION}"
-        raise SessionCorruptError(path, 1, 0, problem, where="header")
-    if not isinstance(session_id, str):
-        raise SessionCorruptError(path, 1, 0, "header id is not text", where="header")
-    return {"type": "session", "format": fmt, "id": session_id, "createdAt": created_at}
-
-
-def _decode_row(row: Any, expected: int, path: str) -> Event:
-    seq, type_, time_, data = row
-    where = f"row seq {seq}"
-    line = expected + 2  # the line the event would have in JSONL (header = line 1)
-    if seq != expected:
-        kind = "gap" if seq > expected else "duplicate"
-        problem = f"seq {kind}: seq {seq} where {expected} was expected"
-        raise SessionCorruptError(path, line, 0, problem, where=where)
-    if type_ not in EVENT_TYPES:
-        raise SessionCorruptError(path, line, 0, f"type {type_!r} is not known", where=where)
-    try:
-        decoded = orjson.loads(data)
-    except (orjson.JSONDecodeError, TypeError) as exc:
-        raise SessionCorruptError(path, line, 0, f"data is not JSON ({exc})", where=where) from None
-    if not isinstance(decoded, dict):
-        raise SessionCorruptError(path, line, 0, "data is not a JSON object", where=where)
-    return Event(seq, type_, float(time_), decoded)
-
-
-def read_database(connection: sqlite3.Connection, path: str) -> LoadedLog:
-    """The stored session: header and events, checked for integrity."""
-    try:
-        check = connection.execute("PRAGMA quick_check").fetchone()[0]
-        if check != "ok":
-            raise SessionCorruptError(path, 1, 0, f"quick_check: {check}", where="database")
-        header = _decode_header(
-            connection.execute("SELECT format, id, created_at FROM header").fetchone(), path
-        )
-        rows = connection.execute("SELECT seq, type, time, data FROM events ORDER BY seq")
-        events = tuple(_decode_row(row, index, path) for index, row in enumerate(rows))
-    except sqlite3.DatabaseError as exc:  # not a database, missing tables, malformed
-        raise SessionCorruptError(path, 1, 0, str(exc), where="database") from None
-    return LoadedLog(header, events, len(events))
 
 
 class SqliteBackend:
@@ -167,7 +91,7 @@ class SqliteBackend:
             else:
                 raise SessionMissingError(f"{self.path}: no session database")
             try:
-                self._db = _connect(self.path)
+                self._db = connect(self.path)
             except sqlite3.DatabaseError as exc:
                 where = str(self.path)
                 raise SessionCorruptError(where, 1, 0, str(exc), where="database") from None
@@ -200,7 +124,7 @@ class SqliteBackend:
         temp = self.directory / f".{DB_NAME}.{os.getpid()}.tmp"
         for stale in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
             stale.unlink(missing_ok=True)
-        db = _connect(temp)
+        db = connect(temp)
         try:
             db.execute("BEGIN IMMEDIATE")
             for statement in SCHEMA:
@@ -323,7 +247,7 @@ class SqliteBackend:
             reader = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5.0)
             try:
                 row = reader.execute("SELECT format, id, created_at FROM header").fetchone()
-                header = _decode_header(row, str(path))
+                header = decode_header(row, str(path))
                 count = reader.execute("SELECT count(*) FROM events").fetchone()[0]
             finally:
                 reader.close()

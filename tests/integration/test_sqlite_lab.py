@@ -89,6 +89,12 @@ def test_explore_all_faults_on_sqlite_passes_and_lists_the_unsupported(tmp_path:
     assert suite is not None and suite.get("skipped") == "2"
     faults = {c["fault"] for c in out["cases"] if c["verdict"] == "pass"}
     assert faults >= {"sigkill", "io-error", "sigterm", "crash-in-repair", "second-writer"}
+    # replay re-runs a case on the backend the run used (recorded in run.json)
+    case_id = next(c["id"] for c in out["cases"] if c["id"].endswith("request/durable#1[sigkill]"))
+    replay = CliRunner().invoke(main, ["replay", case_id, "--report-dir", str(report), "--json"])
+    assert replay.exit_code == 0, replay.stderr
+    replayed = json.loads(replay.stdout)
+    assert replayed["sameAsRecorded"] and replayed["artifacts"]["crashed"].endswith(".sqlite")
 
 
 def test_a_run_whose_every_fault_is_unsupported_does_not_pass(tmp_path: Path) -> None:

@@ -105,3 +105,14 @@ def test_the_runtime_runs_and_resumes_on_sqlite(tmp_path: Path) -> None:
     wrong = run("--resume")  # the scenario says jsonl: a usage error, not a new session
     assert wrong.returncode == 2 and "holds a sqlite session" in wrong.stderr
     assert run("--resume", "--backend", "sqlite").returncode == 0
+
+
+def test_a_second_runtime_on_a_live_sqlite_session_exits_5(tmp_path: Path) -> None:
+    holder = written(tmp_path / "s", 1)  # a live writer holds the session
+    argv = [sys.executable, "-m", "faultlab.runtime", str(REPO / "scenarios" / "payment.toml"),
+            "--session-dir", str(tmp_path / "s"), "--resume", "--backend", "sqlite"]  # fmt: skip
+    second = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 5, second.stderr  # EXIT_CODES["locked"], as on JSONL
+    assert "locked by another live writer" in second.stderr and "Traceback" not in second.stderr
+    assert [e.seq for e in holder.load().events] == [0]
+    holder.close()

@@ -93,6 +93,10 @@ _timeout = click.option(
     help="Seconds a child may take to reach its kill point or to exit.",
 )  # fmt: skip
 _json = click.option("--json", "as_json", is_flag=True, help="Machine output on stdout.")
+_backend = click.option(
+    "--backend", type=click.Choice(["jsonl", "sqlite"]),
+    help="Persistence backend of the target (default: each scenario's own; docs/backends.md).",
+)  # fmt: skip
 _spawn = click.option(
     "--spawn", type=click.Choice(["fork", "exec"]), default="fork", show_default=True,
     help="fork: children of the reference runtime come from a fork server (fast); "
@@ -137,7 +141,7 @@ class _Progress:
         self.failed = 0
 
     def __call__(self, result: Any, done: int, total: int) -> None:
-        self.failed += 0 if result.passed else 1
+        self.failed += 1 if result.failed else 0
         line = f"[{done}/{total}] {self.failed} failing  {result.verdict:5} {result.case.id}"
         if self.tty:
             click.echo(f"\r\x1b[K{line}", err=True, nl=done == total)
@@ -152,20 +156,28 @@ def _print_summary(result: Any, report: Path | None) -> None:
     width = max((len(name) for name in per), default=8)
     _say(f"{'scenario':{width}}  cases  pass  fail  other")
     for name, counts in per.items():
-        other = sum(counts.values()) - counts["pass"] - counts["fail"]
+        other = sum(counts.values()) - counts["pass"] - counts["fail"] - counts["unsupported"]
         _say(
             f"{name:{width}}  {sum(counts.values()):5}  {counts['pass']:4}  "
             f"{counts['fail']:4}  {other:5}"
         )
-    failing = [r for r in result.results if not r.passed]
+    failing = [r for r in result.results if r.failed]
     for r in failing[:20]:
         _say(f"  {r.verdict.upper():5} {r.case.id}: {', '.join(r.codes)}")
         if r.violations:
             _say(f"        {r.violations[0].message}")
     if len(failing) > 20:
         _say(f"  ... and {len(failing) - 20} more failing case(s); see the report")
+    unsupported: dict[tuple[str, str], int] = {}
+    for r in result.unsupported:
+        key = (r.case.fault, r.detail)
+        unsupported[key] = unsupported.get(key, 0) + 1
+    for (fault, reason), count in unsupported.items():
+        _say(f"  UNSUPPORTED {fault} ({count} scenario(s), not run, not passed): {reason}")
     codes = Counter(code for r in result.results for code in r.codes)
     verdict = "all guarantees held" if result.passed else "violations found"
+    if result.passed and unsupported:
+        verdict += " (on the faults this backend supports)"
     tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items()))
     _say(f"{len(result.results)} case(s) in {result.seconds:.1f}s: {tally}: {verdict}")
     if codes:
@@ -197,11 +209,12 @@ def _print_summary(result: Any, report: Path | None) -> None:
 @_report_dir
 @click.option("--no-report", is_flag=True, help="Write no report.")
 @_spawn
+@_backend
 @_guarded
 def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
     shard: Any, timeout: float, as_json: bool, report_dir: Path, no_report: bool, spawn: str,
-    faults: str,
+    faults: str, backend: str | None,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
@@ -214,7 +227,7 @@ def explore(
     for path in paths:
         if not path.exists():
             raise UserError(f"{path}: no such scenario file or directory")
-    made = api.make_target(policy=policy, target=target)
+    made = api.make_target(policy=policy, target=target, backend=backend)
     fault_names = api.parse_faults(faults)
     loaded = api.load_scenarios(paths)
     _say(
@@ -233,12 +246,13 @@ def explore(
             progress=_Progress(),
             spawn=spawn,
             faults=fault_names,
+            backend=backend,
         )
         report = None
         if not no_report:
             info = RunInfo(
                 new_run_id(), tuple(sys.argv), made.command if target else None, policy,
-                timeout, spawn,
+                timeout, spawn, backend,
             )  # fmt: skip
             report = write_report(result, info, report_dir)
     _print_summary(result, report)
@@ -249,6 +263,10 @@ def explore(
             {
                 "passed": result.passed,
                 "counts": result.counts,
+                "unsupported": [
+                    {"id": r.case.id, "fault": r.case.fault, "reason": r.detail}
+                    for r in result.unsupported
+                ],
                 "report": str(report) if report else None,
                 "cases": [r.to_json() for r in result.results],
             }
@@ -271,14 +289,15 @@ def explore(
 @_timeout
 @_json
 @_spawn
+@_backend
 @_guarded
 def run(
     scenario: Path, occurrence: str, fault: str, policy: str | None, target: str | None,
-    timeout: float, as_json: bool, spawn: str,
+    timeout: float, as_json: bool, spawn: str, backend: str | None,
 ) -> int:  # fmt: skip
     """Run one case and show its timeline."""
     from faultlab.lab import api
-    from faultlab.lab.logread import read_log_file
+    from faultlab.lab.stores import read_any
 
     with api.workdir() as work:
         result = api.run_single(
@@ -290,6 +309,7 @@ def run(
             timeout=timeout,
             workdir=work,
             spawn=spawn,
+            backend=backend,
         )
         _say(f"case {result.case.id}: {result.verdict.upper()} in {result.seconds:.2f}s")
         trace_path = Path(result.artifacts.get("trace", ""))
@@ -302,7 +322,7 @@ def run(
                     _say(f"  {message['boundary']}#{message['n']}{mark}")
         for name in ("crashed", "repaired", "final"):
             if name in result.artifacts:
-                view = read_log_file(result.artifacts[name])
+                view = read_any(result.artifacts[name])
                 _say(
                     f"{name} log: {len(view.events)} event(s)"
                     + (f", {view.torn_bytes} torn byte(s) cut" if view.torn_bytes else "")
@@ -321,10 +341,11 @@ def run(
 @_timeout
 @_json
 @_spawn
+@_backend
 @_guarded
 def boundaries(
     scenario: Path, policy: str | None, target: str | None, timeout: float, as_json: bool,
-    spawn: str,
+    spawn: str, backend: str | None,
 ) -> int:  # fmt: skip
     """Dry run: list every boundary occurrence the scenario reaches."""
     from faultlab.lab import api
@@ -338,6 +359,7 @@ def boundaries(
             timeout=timeout,
             workdir=work,
             spawn=spawn,
+            backend=backend,
         )
     if reference.returncode != 0:
         _say(f"faultlab: the fault-free run exited with status {reference.returncode}:")
@@ -373,11 +395,13 @@ def boundaries(
 @_json
 @_guarded
 def inspect(log: Path, scenario: Path | None, as_json: bool) -> int:
-    """Show a session log: timeline, expected repair, validity."""
+    """Show a session log (JSONL file, SQLite database, or a session directory):
+    timeline, expected repair, validity."""
     from faultlab.lab.inspect import inspect_log
+    from faultlab.lab.stores import find_log
 
     if log.is_dir():
-        log = log / "session.jsonl"
+        log = find_log(log)
     if not log.exists():
         raise UserError(f"{log}: no such session log")
     report = inspect_log(log, scenario)
@@ -418,6 +442,7 @@ def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
             timeout=info.get("timeout", 60.0),
             workdir=work,
             spawn=spawn,
+            backend=info.get("backend"),
         )
     same = result.verdict == record["verdict"] and list(result.codes) == record["codes"]
     _say(

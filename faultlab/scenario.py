@@ -32,7 +32,7 @@ __all__ = [
 
 FORMAT_VERSION = 1
 POLICIES = ("semantic", "turn-only", "every-event")
-BACKENDS = ("jsonl",)
+BACKENDS = ("jsonl", "sqlite")
 EFFECTS = ("none", "ledger")
 # Error codes a branch may wait for in the latest batch of tool results.
 BRANCH_CODES = (

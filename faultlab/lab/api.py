@@ -22,6 +22,7 @@ from faultlab.lab.explore import (
 from faultlab.lab.model import Case, CaseResult
 from faultlab.lab.runner import LabOptions, Reference, run_reference
 from faultlab.lab.scratch import scratch_root
+from faultlab.lab.stores import store_for
 from faultlab.lab.target import Target, command_target, reference_target
 from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import POLICIES, Scenario, load_scenario
@@ -51,16 +52,21 @@ def bundled_scenarios() -> Path:
     raise LabUsageError("the bundled scenarios are missing from this installation")
 
 
-def make_target(*, policy: str | None = None, target: Sequence[str] | str | None = None) -> Target:
+def make_target(
+    *, policy: str | None = None, target: Sequence[str] | str | None = None,
+    backend: str | None = None,
+) -> Target:  # fmt: skip
     if policy is not None and policy not in POLICIES:
         raise LabUsageError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
+    if backend is not None:
+        store_for(backend)  # an unknown backend is a usage error
     if target is None:
-        return reference_target(policy)
+        return reference_target(policy, backend)
     if isinstance(target, str):
-        return command_target(target, policy)
+        return command_target(target, policy, backend)
     if not target:
         raise LabUsageError("target: empty command")
-    return Target(tuple(target), policy, reference=False)
+    return Target(tuple(target), policy, False, backend)
 
 
 def _check_fault(fault: str) -> None:
@@ -97,17 +103,18 @@ def workdir(keep: Path | None = None) -> Iterator[Path]:
 
 def reference_run(
     scenario: str, *, policy: str | None = None, target: Sequence[str] | str | None = None,
-    timeout: float = 60.0, workdir: Path, spawn: str = "fork",
+    timeout: float = 60.0, workdir: Path, spawn: str = "fork", backend: str | None = None,
 ) -> Reference:  # fmt: skip
     """Run `scenario` once without faults (its boundary occurrences, log, ledger)."""
-    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
+    made = make_target(policy=policy, target=target, backend=backend)
+    options = LabOptions(made, workdir, timeout, spawn)
     return run_reference(str(Path(scenario).resolve()), load_scenario(scenario), options)
 
 
 def run_single(
     scenario: str, occurrence: str, *, fault: str = "sigkill", policy: str | None = None,
     target: Sequence[str] | str | None = None, timeout: float = 60.0, workdir: Path,
-    spawn: str = "fork",
+    spawn: str = "fork", backend: str | None = None,
 ) -> CaseResult:  # fmt: skip
     """Run one case: the reference run, then `occurrence` killed with `fault`."""
     if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
@@ -117,10 +124,17 @@ def run_single(
         occurrence = f"{name}#{n}"
         _check_fault(fault)
     reference = reference_run(
-        scenario, policy=policy, target=target, timeout=timeout, workdir=workdir, spawn=spawn
-    )
-    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
+        scenario, policy=policy, target=target, timeout=timeout, workdir=workdir, spawn=spawn,
+        backend=backend,
+    )  # fmt: skip
+    made = make_target(policy=policy, target=target, backend=backend)
+    options = LabOptions(made, workdir, timeout, spawn)
     case = Case(reference.scenario_path, occurrence, fault)
+    reason = store_for(reference.backend).unsupported.get(fault)
+    if reason is not None:
+        raise LabUsageError(
+            f"fault {fault!r} is not supported on backend {reference.backend}: {reason}"
+        )
     if reference.returncode == 0 and occurrence != COVERAGE:
         applicable = [c for c in plan_cases(reference, (fault,)) if c.fault == fault]
         if applicable and case not in applicable:
@@ -137,7 +151,7 @@ def explore_paths(
     paths: Sequence[str | Path], *, policy: str | None = None,
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
-    spawn: str = "fork", faults: Sequence[str] = ("sigkill",),
+    spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
 ) -> ExploreResult:  # fmt: skip
     """Every case of every scenario in `paths`, for each of `faults`."""
     return explore_scenarios(
@@ -151,6 +165,7 @@ def explore_paths(
         progress=progress,
         spawn=spawn,
         faults=faults,
+        backend=backend,
     )
 
 
@@ -158,14 +173,16 @@ def explore_scenarios(
     scenarios: Sequence[tuple[str, Scenario]], *, policy: str | None = None,
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
-    spawn: str = "fork", faults: Sequence[str] = ("sigkill",),
+    spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
 ) -> ExploreResult:  # fmt: skip
-    """`explore_paths` for scenarios already loaded with `load_scenarios`."""
+    """`explore_paths` for scenarios already loaded with `load_scenarios`.  `backend`
+    overrides every scenario's persistence backend (None: each scenario's own)."""
     for fault in faults:
         _check_fault(fault)
     if jobs < 1:
         raise LabUsageError(f"jobs must be at least 1, not {jobs}")
     if timeout <= 0:
         raise LabUsageError(f"timeout must be positive, not {timeout}")
-    options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
+    made = make_target(policy=policy, target=target, backend=backend)
+    options = LabOptions(made, workdir, timeout, spawn)
     return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress, faults=faults)

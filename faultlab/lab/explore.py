@@ -17,6 +17,7 @@ from faultlab.lab.model import Case, CaseResult, Violation
 from faultlab.lab.oracle import check_coverage
 from faultlab.lab.runner import LabOptions, Reference, run_case, run_reference
 from faultlab.lab.spawn import kill_all
+from faultlab.lab.stores import store_for
 from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import Scenario, load_scenario
 
@@ -70,7 +71,17 @@ class ExploreResult:
 
     @property
     def passed(self) -> bool:
-        return bool(self.results) and all(r.passed for r in self.results)
+        """Some case passed and none failed.  Unsupported cases are listed, not
+        failed; but a run whose faults were all unsupported checked nothing (its
+        coverage checks aside) and does not pass."""
+        if not any(r.passed for r in self.results) or any(r.failed for r in self.results):
+            return False
+        checked = any(r.passed and r.case.occurrence != COVERAGE for r in self.results)
+        return checked or not self.unsupported
+
+    @property
+    def unsupported(self) -> tuple[CaseResult, ...]:
+        return tuple(r for r in self.results if r.verdict == "unsupported")
 
     @property
     def counts(self) -> dict[str, int]:
@@ -105,8 +116,11 @@ def plan_cases(reference: Reference, faults: Sequence[str] = ("sigkill",)) -> li
     """The coverage check, then for each fault (in FAULTS order) its cases in
     trace order: SIGKILL at every occurrence, the others where they apply."""
     cases = [Case(reference.scenario_path, COVERAGE, "reference")]
+    unsupported = store_for(reference.backend).unsupported
     for fault in sorted(set(faults), key=FAULTS.index):
-        if fault == "sigkill":
+        if fault in unsupported:  # one case per scenario says so, with the reason
+            cases.append(Case(reference.scenario_path, "flush/written#1", fault))
+        elif fault == "sigkill":
             cases += [Case(reference.scenario_path, o, fault) for o in reference.occurrences]
         elif fault in OFFLINE_FAULTS:
             from faultlab.lab.powerloss import plan_power_cases
@@ -144,6 +158,9 @@ def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult
         return _reference_failed(case, reference)
     if case.fault == "sigkill":
         return run_case(case, reference, options)
+    reason = store_for(reference.backend).unsupported.get(case.fault)
+    if reason is not None:
+        return CaseResult(case, "unsupported", (), 0.0, f"backend {reference.backend}: {reason}")
     if case.fault in OFFLINE_FAULTS:
         from faultlab.lab.powerloss import run_power_case
 

@@ -21,17 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from faultlab.lab.expected import expected_repair
-from faultlab.lab.logread import LogView, parse_log
+from faultlab.lab.logread import LogView
 from faultlab.lab.model import Case, CaseResult, Violation
 from faultlab.lab.oracle import Observation, _key
 from faultlab.lab.runner import (
     LabOptions,
     Reference,
     _child,
-    _read,
     _run_to_exit,
     run_case,
     slug,
+    store_of,
 )
 from faultlab.lab.spawn import Child, ChildExit, ChildHung
 from faultlab.lab.target import session_files
@@ -217,15 +217,15 @@ def _crash_in_repair(case: Case, reference: Reference, options: LabOptions) -> C
         return CaseResult(case, base.verdict, base.violations, time.monotonic() - started,
                           base.detail, base.artifacts)  # fmt: skip
     where = options.workdir / "cases" / slug(case.id)
+    store = store_of(options, reference.scenario)
     crashed = Path(base.artifacts["crashed"]).read_bytes()
-    uninterrupted = parse_log(Path(base.artifacts["repaired"]).read_bytes(), "repaired")
+    uninterrupted = store.parse(Path(base.artifacts["repaired"]).read_bytes(), "repaired")
     violations: list[Violation] = []
     for point in _REPAIR_POINTS:
         session = where / point.replace("/", "_").replace("#", "_") / "session"
         shutil.rmtree(session.parent, ignore_errors=True)
         session.mkdir(parents=True)
-        log_path, _ledger = session_files(session)
-        log_path.write_bytes(crashed)
+        store.put(session, crashed)
         _copy_ledger(Path(base.artifacts["dir"]) / "session", session)
         killer = _child(options, case.scenario, session, "repair", "killed", armed=point)
         try:
@@ -240,7 +240,7 @@ def _crash_in_repair(case: Case, reference: Reference, options: LabOptions) -> C
         except ChildHung as hung:
             violations.append(Violation("CHILD_HUNG", f"repair killed at {point}: {hung}"))
             continue
-        converged = parse_log(_read(log_path), str(log_path))
+        converged = store.view(session)
         if _normal(converged) != _normal(uninterrupted):
             violations.append(Violation(
                 "REPAIR_NOT_IDEMPOTENT",
@@ -265,7 +265,7 @@ def _second_writer(case: Case, reference: Reference, options: LabOptions) -> Cas
     where = options.workdir / "cases" / slug(case.id)
     shutil.rmtree(where, ignore_errors=True)
     session = where / "session"
-    log_path, _ledger = session_files(session)
+    store = store_of(options, reference.scenario)
     violations: list[Violation] = []
     first = _child(options, case.scenario, session, "run", "first", armed=case.occurrence)
     try:
@@ -273,10 +273,10 @@ def _second_writer(case: Case, reference: Reference, options: LabOptions) -> Cas
             if first.run_until_parked_or_exit(options.timeout) is None:
                 first.wait(options.timeout)
                 return CaseResult(case, "drift", (Violation("DRIFT", "never parked"),))
-            before = _read(log_path)
+            before = store.take(session)
             second = _child(options, case.scenario, session, "resume", "second")
             status = _run_to_exit(second, options.timeout)
-            after = _read(log_path)
+            after = store.take(session)
             if status.returncode == 0 or after != before:
                 violations.append(Violation(
                     "SEQ_FORK",
@@ -291,7 +291,7 @@ def _second_writer(case: Case, reference: Reference, options: LabOptions) -> Cas
     except ChildHung as hung:
         return CaseResult(case, "hung", (Violation("CHILD_HUNG", str(hung)),),
                           time.monotonic() - started)  # fmt: skip
-    final = parse_log(_read(log_path), str(log_path))
+    final = store.view(session)
     forked = [p for p in final.problems if p.code in ("SEQ_GAP", "SEQ_DUPLICATE")]
     if forked or _normal(final) != _normal(reference.log):
         violations.append(Violation(

@@ -1,4 +1,5 @@
-# `faultlab inspect`: a session log as a person wants to see it after a crash:
+# `faultlab inspect`: a session log (JSONL or SQLite, told apart by content) as
+# a person wants to see it after a crash:
 # its timeline, what the lab's reader found wrong with it, what crash repair
 # should append, and whether its history is valid for a model API.
 from __future__ import annotations
@@ -8,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from faultlab.lab.expected import after_repair, expected_repair
-from faultlab.lab.logread import LogEvent, read_log_file
+from faultlab.lab.logread import LogEvent
+from faultlab.lab.stores import read_any
 from faultlab.lab.validity import check_history
 from faultlab.scenario import ToolSpec, load_scenario
 
@@ -51,7 +53,7 @@ def _describe(event: LogEvent) -> str:
 
 
 def inspect_log(path: Path, scenario: Path | None = None) -> Inspection:
-    view = read_log_file(path)
+    view = read_any(path)
     tools: dict[str, ToolSpec] = {}
     if scenario is not None:
         tools = {spec.name: spec for spec in load_scenario(scenario).tools}

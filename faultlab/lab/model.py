@@ -9,7 +9,9 @@ from typing import Any, Literal
 
 __all__ = ["GUARANTEES", "Case", "CaseResult", "Verdict", "Violation", "explain"]
 
-Verdict = Literal["pass", "fail", "drift", "hung", "error"]
+# "unsupported": the fault cannot be run on this backend at all (the case says
+# why in its detail); listed in every report, never counted as a pass.
+Verdict = Literal["pass", "fail", "drift", "hung", "error", "unsupported"]
 
 # code -> (guarantee, what it means for a person who must act on it)
 GUARANTEES: dict[str, tuple[str, str]] = {
@@ -119,6 +121,11 @@ class CaseResult:
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"
+
+    @property
+    def failed(self) -> bool:
+        """A verdict that fails a run (anything but pass and unsupported)."""
+        return self.verdict not in ("pass", "unsupported")
 
     @property
     def codes(self) -> tuple[str, ...]:

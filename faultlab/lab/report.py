@@ -25,7 +25,7 @@ from faultlab.lab.explore import ExploreResult
 from faultlab.lab.model import CaseResult, explain
 from faultlab.lab.runner import slug
 
-__all__ = ["RunInfo", "new_run_id", "replay_command", "write_report"]
+__all__ = ["RunInfo", "new_run_id", "replay_command", "unsupported_faults", "write_report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,7 @@ class RunInfo:
     policy: str | None
     timeout: float
     spawn: str = "fork"
+    backend: str | None = None  # --backend (None: each scenario's own)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +48,7 @@ class RunInfo:
             "policy": self.policy,
             "timeout": self.timeout,
             "spawn": self.spawn,
+            "backend": self.backend,
         }
 
 
@@ -66,10 +68,12 @@ def _dumps(value: Any) -> bytes:
 def _junit(result: ExploreResult) -> bytes:
     failures = sum(1 for r in result.results if r.verdict in ("fail", "drift"))
     errors = sum(1 for r in result.results if r.verdict in ("hung", "error"))
+    skipped = len(result.unsupported)
     suites = ET.Element("testsuites")
     suite = ET.SubElement(
         suites, "testsuite", name="faultlab", tests=str(len(result.results)),
-        failures=str(failures), errors=str(errors), time=f"{result.seconds:.3f}",
+        failures=str(failures), errors=str(errors), skipped=str(skipped),
+        time=f"{result.seconds:.3f}",
     )  # fmt: skip
     for case_result in result.results:
         case = case_result.case
@@ -78,6 +82,9 @@ def _junit(result: ExploreResult) -> bytes:
             name=f"{case.occurrence}[{case.fault}]", time=f"{case_result.seconds:.3f}",
         )  # fmt: skip
         if case_result.passed:
+            continue
+        if case_result.verdict == "unsupported":
+            ET.SubElement(testcase, "skipped", message=f"unsupported: {case_result.detail}")
             continue
         tag = "failure" if case_result.verdict in ("fail", "drift") else "error"
         element = ET.SubElement(
@@ -95,27 +102,29 @@ def _markdown(result: ExploreResult, info: RunInfo, report_dir: Path) -> str:
     lines.append(f"- command: `{shlex.join(info.argv)}`")
     lines.append(f"- target: {shlex.join(info.target) if info.target else 'reference runtime'}")
     lines.append(f"- policy: {info.policy or 'as each scenario says'}")
+    lines.append(f"- backend: {info.backend or 'as each scenario says'}")
     verdict = "all guarantees held" if result.passed else "VIOLATIONS FOUND"
     lines.append(f"- verdict: **{verdict}** in {result.seconds:.1f}s")
     lines += [
         "",
-        "| scenario | cases | pass | fail | drift | hung | error |",
-        "|---|---|---|---|---|---|---|",
+        "| scenario | cases | pass | fail | drift | hung | error | unsupported |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     per: dict[str, Counter[str]] = {}
     for r in result.results:
         per.setdefault(Path(r.case.scenario).name, Counter())[r.verdict] += 1
     for name, counts in per.items():
-        row = [str(counts[v]) for v in ("pass", "fail", "drift", "hung", "error")]
+        row = [str(counts[v]) for v in ("pass", "fail", "drift", "hung", "error", "unsupported")]
         lines.append(f"| {name} | {sum(counts.values())} | " + " | ".join(row) + " |")
     lines += _matrix(result)
+    lines += _unsupported(result)
     codes = Counter(code for r in result.results for code in r.codes)
     if codes:
         lines += ["", "## Violations by code", ""]
         lines += [f"- `{code}` x{count}: {explain(code)}" for code, count in codes.most_common()]
         lines += ["", "## Failing cases", ""]
         for r in result.results:
-            if r.passed:
+            if not r.failed:
                 continue
             lines.append(f"### `{r.case.id}` ({r.verdict})")
             lines += [f"- `{v.code}`: {v.message}" for v in r.violations]
@@ -125,7 +134,27 @@ def _markdown(result: ExploreResult, info: RunInfo, report_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-_MARK = {"pass": "ok", "fail": "FAIL", "drift": "drift", "hung": "hung", "error": "error"}
+_MARK = {
+    "pass": "ok", "fail": "FAIL", "drift": "drift", "hung": "hung", "error": "error",
+    "unsupported": "unsupported",
+}  # fmt: skip
+
+
+def unsupported_faults(result: ExploreResult) -> list[dict[str, str]]:
+    """The faults that could not run, per scenario, with the reason."""
+    return [
+        {"scenario": Path(r.case.scenario).name, "fault": r.case.fault, "reason": r.detail}
+        for r in result.unsupported
+    ]
+
+
+def _unsupported(result: ExploreResult) -> list[str]:
+    listed = unsupported_faults(result)
+    if not listed:
+        return []
+    lines = ["", "## Unsupported faults (not run, not passed)", ""]
+    lines += [f"- `{u['fault']}` on {u['scenario']}: {u['reason']}" for u in listed]
+    return lines
 
 
 def _matrix(result: ExploreResult) -> list[str]:
@@ -172,7 +201,7 @@ with tempfile.TemporaryDirectory() as work:
     scenario = Path(work) / {scenario_name!r}
     scenario.write_text(SCENARIO, encoding="utf-8")
     result = run_single(str(scenario), {occurrence!r}, fault={fault!r}, policy={policy!r},
-                        target={target!r}, workdir=Path(work) / "lab")
+                        target={target!r}, backend={backend!r}, workdir=Path(work) / "lab")
     print(result.verdict, list(result.codes))
     sys.exit(0 if list(result.codes) == EXPECTED else 1)
 '''
@@ -194,7 +223,7 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
     repro = _REPRO.format(
         case_id=result.case.id, scenario_text=scenario_text, codes=list(result.codes),
         scenario_name=Path(result.case.scenario).name, occurrence=result.case.occurrence,
-        fault=result.case.fault, policy=info.policy,
+        fault=result.case.fault, policy=info.policy, backend=info.backend,
         target=list(info.target) if info.target else None,
     )  # fmt: skip
     (into / "repro.py").write_text(repro, encoding="utf-8")
@@ -216,18 +245,19 @@ def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path
         "counts": result.counts,
         "passed": result.passed,
         "codes": dict(Counter(code for r in result.results for code in r.codes)),
+        "unsupported": unsupported_faults(result),
         "scenarios": sorted({r.case.scenario for r in result.results}),
     }
     (building / "summary.json").write_bytes(_dumps(summary))
     with open(building / "cases.jsonl", "wb") as cases:
         for r in result.results:
             line = {**r.to_json(), "replay": replay_command(r, final), "run": info.run_id}
-            line["artifacts"] = {} if r.passed else {"dir": f"failures/{slug(r.case.id)}"}
+            line["artifacts"] = {"dir": f"failures/{slug(r.case.id)}"} if r.failed else {}
             cases.write(orjson.dumps(line) + b"\n")
     (building / "junit.xml").write_bytes(_junit(result))
     (building / "report.md").write_text(_markdown(result, info, final), encoding="utf-8")
     for r in result.results:
-        if not r.passed:
+        if r.failed:
             _failure_artifacts(r, building / "failures" / slug(r.case.id), info, final)
     (building / "run.json").write_bytes(_dumps(info.to_json()))
     os.replace(building, final)

@@ -17,14 +17,15 @@ import orjson
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.forkserver import shared_server
-from faultlab.lab.logread import LogView, parse_log
+from faultlab.lab.logread import LogView
 from faultlab.lab.model import Case, CaseResult, Violation
 from faultlab.lab.oracle import Observation, check_case
 from faultlab.lab.spawn import Child, ChildExit, ChildHung
+from faultlab.lab.stores import LogStore, store_for
 from faultlab.lab.target import Mode, Target, session_files
 from faultlab.scenario import Scenario
 
-__all__ = ["LabOptions", "Reference", "run_case", "run_reference"]
+__all__ = ["LabOptions", "Reference", "run_case", "run_reference", "store_of"]
 
 # Facts that differ between two runs of the same scenario (paths, byte
 # counts that depend on timestamps) and do not describe the state reached.
@@ -61,6 +62,7 @@ class Reference:
     log_bytes: bytes  # the whole log file as the fault-free run left it
     stderr: str
     hung: bool = False
+    backend: str = "jsonl"  # the persistence backend the run used
 
     @property
     def boundaries(self) -> list[dict[str, Any]]:
@@ -90,6 +92,11 @@ def read_ledger(path: Path) -> tuple[dict[str, Any], ...]:
         if isinstance(record, dict):
             records.append(record)
     return tuple(records)
+
+
+def store_of(options: LabOptions, scenario: Scenario) -> LogStore:
+    """The backend a case runs on: the run's --backend, else the scenario's."""
+    return store_for(options.target.backend or scenario.backend)
 
 
 def _read(path: Path) -> bytes:
@@ -139,18 +146,21 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
     except ChildHung as exc:  # killed by _run_to_exit's context; reported, not raised
         hung = True
         status = ChildExit(-9, f"hung: {exc}")
-    log_path, ledger_path = session_files(session)
-    log_bytes = _read(log_path)
+    _log, ledger_path = session_files(session)
+    store = store_of(options, scenario)
+    log_path = store.log_path(session)
+    log_bytes = store.take(session)
     return Reference(
         scenario=scenario,
         scenario_path=scenario_path,
         trace=tuple(child.trace),
-        log=parse_log(log_bytes, str(log_path)),
+        log=store.parse(log_bytes, log_path),
         log_bytes=log_bytes,
         ledger=read_ledger(ledger_path),
         returncode=status.returncode,
         stderr=status.stderr,
         hung=hung,
+        backend=store.backend,
     )
 
 
@@ -194,7 +204,8 @@ def run_case(
     where = options.workdir / "cases" / slug(case.id)
     shutil.rmtree(where, ignore_errors=True)
     session = where / "session"
-    log_path, _ledger = session_files(session)
+    store = store_of(options, reference.scenario)
+    log_path = store.log_path(session)
     artifacts = {"dir": str(where)}
 
     def result(verdict: Any, violations: list[Violation], detail: str = "") -> CaseResult:
@@ -233,11 +244,11 @@ def run_case(
     if drift is not None:
         return result("drift", [Violation("DRIFT", drift)], drift)
 
-    crashed_bytes = _read(log_path)
+    crashed_bytes = store.take(session)
     try:
         observation = recover(
             case, reference, options, where=where, trace=tuple(crash.trace),
-            crashed=parse_log(crashed_bytes, str(log_path)), crashed_bytes=crashed_bytes,
+            crashed=store.parse(crashed_bytes, log_path), crashed_bytes=crashed_bytes,
             artifacts=artifacts, diverged=act is not _sigkill,
         )  # fmt: skip
     except ChildHung as hung:
@@ -258,25 +269,24 @@ def recover(
     is nothing to repair) and resume it, keeping each log state as an
     artifact.  Raises ChildHung."""
     session = where / "session"
-    log_path, ledger_path = session_files(session)
-    (where / "crashed.jsonl").write_bytes(crashed_bytes)
-    artifacts["crashed"] = str(where / "crashed.jsonl")
-    if log_path.exists():
+    _log, ledger_path = session_files(session)
+    store = store_of(options, reference.scenario)
+    log_path = store.log_path(session)
+    artifacts["crashed"] = str(store.save(crashed_bytes, where, "crashed"))
+    if store.exists(session):
         repair = _run_to_exit(
             _child(options, case.scenario, session, "repair", "repair"), options.timeout
         )
     else:
         repair = ChildExit(0, "")
-    repaired_bytes = _read(log_path)
-    (where / "repaired.jsonl").write_bytes(repaired_bytes)
-    artifacts["repaired"] = str(where / "repaired.jsonl")
+    repaired_bytes = store.take(session)
+    artifacts["repaired"] = str(store.save(repaired_bytes, where, "repaired"))
     resume = _run_to_exit(
         _child(options, case.scenario, session, "resume", "resume"), options.timeout
     )
-    final_bytes = _read(log_path)
-    (where / "final.jsonl").write_bytes(final_bytes)
-    artifacts["final"] = str(where / "final.jsonl")
-    repaired = parse_log(repaired_bytes, str(log_path)) if crashed_bytes else crashed
+    final_bytes = store.take(session)
+    artifacts["final"] = str(store.save(final_bytes, where, "final"))
+    repaired = store.parse(repaired_bytes, log_path) if crashed_bytes else crashed
     return Observation(
         scenario=reference.scenario,
         case=case,
@@ -286,7 +296,7 @@ def recover(
         crashed=crashed,
         repaired=repaired,
         repair_status=repair,
-        final=parse_log(final_bytes, str(log_path)),
+        final=store.parse(final_bytes, log_path),
         resume_status=resume,
         final_ledger=read_ledger(ledger_path),
         diverged=diverged,

@@ -2,6 +2,7 @@
 # any command that honours the probe protocol and writes the log format
 # (docs/probe-protocol.md).  A target is called as
 #   CMD SCENARIO --session-dir DIR --session-id ID [--resume [--repair-only]] [--policy P]
+#       [--backend B]
 from __future__ import annotations
 
 import shlex
@@ -28,6 +29,7 @@ class Target:
     command: tuple[str, ...]
     policy: str | None = None
     reference: bool = True
+    backend: str | None = None  # None: each scenario's own backend
 
     def argv(self, scenario: str, session_dir: Path, mode: Mode) -> list[str]:
         argv = [
@@ -44,19 +46,22 @@ class Target:
             argv.append("--resume")
         if self.policy is not None:
             argv += ["--policy", self.policy]
+        if self.backend is not None:
+            argv += ["--backend", self.backend]
         return argv
 
     @property
     def label(self) -> str:
         shown = "reference runtime" if self.reference else shlex.join(self.command)
-        return shown + (f" (policy {self.policy})" if self.policy else "")
+        shown += f" (policy {self.policy})" if self.policy else ""
+        return shown + (f" (backend {self.backend})" if self.backend else "")
 
 
-def reference_target(policy: str | None = None) -> Target:
-    return Target((sys.executable, "-m", "faultlab.runtime"), policy, reference=True)
+def reference_target(policy: str | None = None, backend: str | None = None) -> Target:
+    return Target((sys.executable, "-m", "faultlab.runtime"), policy, True, backend)
 
 
-def command_target(command: str, policy: str | None = None) -> Target:
+def command_target(command: str, policy: str | None = None, backend: str | None = None) -> Target:
     """A user's target command, split like a shell would."""
     try:
         parts = tuple(shlex.split(command))
@@ -64,7 +69,7 @@ def command_target(command: str, policy: str | None = None) -> Target:
         raise LabUsageError(f"--target {command!r}: {exc}") from None
     if not parts:
         raise LabUsageError("--target: empty command")
-    return Target(parts, policy, reference=False)
+    return Target(parts, policy, False, backend)
 
 
 def session_files(session_dir: Path) -> tuple[Path, Path]:

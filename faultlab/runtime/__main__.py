@@ -1,10 +1,10 @@
 # Child entry point: `python -m faultlab.runtime SCENARIO --session-dir DIR
-# [--resume]` runs a scenario to completion (or repairs and resumes a crashed
-# session).  It is what the lab spawns, and it is usable by hand: it narrates
-# on stderr.  Exit codes: 0 completed, 2 usage or scenario error, 3 internal
-# error, 4 corrupt session log, 5 session locked by another writer,
-# 6 a checkpoint could not be made durable (stopped fail-closed),
-# 7 stopped gracefully by SIGTERM/SIGINT.
+# [--resume] [--backend jsonl|sqlite]` runs a scenario to completion (or
+# repairs and resumes a crashed session).  It is what the lab spawns, and it
+# is usable by hand: it narrates on stderr.  Exit codes: 0 completed, 2 usage
+# or scenario error, 3 internal error, 4 corrupt session log, 5 session locked
+# by another writer, 6 a checkpoint could not be made durable (stopped
+# fail-closed), 7 stopped gracefully by SIGTERM/SIGINT.
 from __future__ import annotations
 
 import argparse
@@ -19,6 +19,7 @@ from faultlab.probe import PROBE, ProbeError
 from faultlab.runtime import EXIT_CODES
 from faultlab.runtime.app import SessionRunner
 from faultlab.runtime.backends import (
+    BACKENDS,
     SessionCorruptError,
     SessionExistsError,
     SessionLockedError,
@@ -52,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
         "--ledger", help="world ledger file (default: SESSION_DIR/world-ledger.jsonl)"
     )
     parser.add_argument("--policy", choices=sorted(POLICIES), help="override the scenario's policy")
+    parser.add_argument(
+        "--backend", choices=BACKENDS, help="override the scenario's persistence backend"
+    )
     parser.add_argument("--session-id", help="id of a new session (default: random)")
     parser.add_argument("--quiet", action="store_true", help="print only errors")
     return parser
@@ -87,6 +91,7 @@ def warm_up() -> None:
     installed and removed, so that the objects asyncio creates lazily on its
     first use exist before the fork instead of in every child."""
     _parser()
+    import faultlab.runtime.backends.sqlite  # noqa: F401 (sqlite3, imported lazily otherwise)
 
     async def empty() -> None:
         loop = asyncio.get_running_loop()
@@ -116,6 +121,7 @@ def main(argv: list[str] | None = None, *, scenario: Scenario | None = None) -> 
         resume=args.resume,
         ledger_path=args.ledger,
         policy=args.policy,
+        backend=args.backend,
         session_id=args.session_id,
         repair_only=args.repair_only,
         say=say,

@@ -122,6 +122,7 @@ class SessionRunner:
         resume: bool = False,
         ledger_path: str | os.PathLike[str] | None = None,
         policy: str | None = None,
+        backend: str | None = None,
         session_id: str | None = None,
         repair_only: bool = False,
         say: Say | None = None,
@@ -131,6 +132,7 @@ class SessionRunner:
         self.resume = resume
         self.ledger_path = Path(ledger_path) if ledger_path else self.session_dir / LEDGER_NAME
         self.policy = policy or scenario.policy
+        self.backend = backend or scenario.backend
         self.session_id = session_id
         self.repair_only = repair_only
         self.say: Say = say or (lambda _text: None)
@@ -145,7 +147,7 @@ class SessionRunner:
             self.agent.cancel.cancel(reason)
 
     async def run(self) -> RunOutcome:
-        backend = open_backend(self.scenario.backend, str(self.session_dir))
+        backend = open_backend(self.backend, self.session_dir)
         create = not self.repair_only  # repairing a session that does not exist is an error
         loaded = backend.open(session_id=self.session_id, create=create, resume=self.resume)
         for note in loaded.notes:

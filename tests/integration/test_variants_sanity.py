@@ -44,6 +44,11 @@ COMPLETES = {
     "no_writer_lock": "nested.toml",
     "torn_batch_no_truncate": "parallel-reads.toml",
 }
+# SQLite backend variants: run with --backend sqlite
+COMPLETES_SQLITE = {
+    "sqlite_no_writer_lock": "payment.toml",
+    "sqlite_commit_on_close": "chat.toml",
+}
 _runs = itertools.count()
 
 
@@ -107,7 +112,7 @@ def test_every_guarantee_variant_is_covered() -> None:
         for p in VARIANTS.glob("*.py")
         if not p.name.startswith("_") and "The oracle must report:" in p.read_text()
     }
-    assert scripts == set(COMPLETES)
+    assert scripts == set(COMPLETES) | set(COMPLETES_SQLITE)
 
 
 @pytest.mark.parametrize("name", sorted(COMPLETES))
@@ -224,3 +229,17 @@ def test_never_fsyncs_reports_flushes_done_without_any_fsync(tmp_path: Path) -> 
     # The page cache survives a SIGKILL: everything written is in the file.
     assert [e.seq for e in events(tmp_path)] == list(range(11))
     assert parked["size"] == (tmp_path / "session" / "session.jsonl").stat().st_size
+
+
+@pytest.mark.parametrize("name", sorted(COMPLETES_SQLITE))
+def test_sqlite_variant_runs_a_bundled_scenario_to_completion(tmp_path: Path, name: str) -> None:
+    from faultlab.runtime.backends.sqlite import SqliteBackend
+
+    scenario = COMPLETES_SQLITE[name]
+    with variant(tmp_path, name, scenario, None, "--backend", "sqlite") as target:
+        assert target.run_until_parked_or_exit(timeout=60) is None
+        status = target.wait(timeout=30)
+    assert status.returncode == 0, status.stderr
+    stored = SqliteBackend(tmp_path / "session").load().events
+    ends = [e.data["reason"]["kind"] for e in stored if e.type == "turn/end"]
+    assert ends == ["completed"] * len(load_scenario(SCENARIOS / scenario).turns)

@@ -497,10 +497,10 @@ ERRORS = [
     ),
     case(
         "backend",
-        variant(TOP, 'name = "t"\nbackend = "sqlite"'),
+        variant(TOP, 'name = "t"\nbackend = "postgres"'),
         "backend",
         "backend",
-        "unknown backend 'sqlite' (valid: jsonl)",
+        "unknown backend 'postgres' (valid: jsonl, sqlite)",
     ),
     case(
         "effect",

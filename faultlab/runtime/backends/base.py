@@ -16,6 +16,7 @@ __all__ = [
     "SessionLockedError",
     "SessionMissingError",
     "SessionStoreError",
+    "SessionSummary",
 ]
 
 
@@ -26,12 +27,18 @@ class SessionStoreError(Exception):
 class SessionCorruptError(SessionStoreError):
     """A committed part of the log cannot be read."""
 
-    def __init__(self, path: str, line: int, offset: int, problem: str) -> None:
+    def __init__(
+        self, path: str, line: int, offset: int, problem: str, *, where: str | None = None
+    ) -> None:
         self.path = path
         self.line = line
         self.offset = offset
         self.problem = problem
-        super().__init__(f"{path}:{line}: corrupt session log at byte {offset}: {problem}")
+        self.where = where  # a database's place ("row seq 7"), where bytes mean nothing
+        if where is not None:
+            super().__init__(f"{path}: corrupt session database at {where}: {problem}")
+        else:
+            super().__init__(f"{path}:{line}: corrupt session log at byte {offset}: {problem}")
 
 
 class SessionLockedError(SessionStoreError):
@@ -59,6 +66,18 @@ class LoadedLog:
     @property
     def session_id(self) -> str:
         return str(self.header.get("id", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """One stored session as a listing shows it (``problem`` set: unreadable)."""
+
+    directory: str
+    location: str
+    session_id: str | None
+    created_at: float | None
+    events: int | None
+    problem: str | None = None
 
 
 class Backend(Protocol):

@@ -15,9 +15,11 @@ from pathlib import Path
 from faultlab.probe import PROBE
 from faultlab.runtime.backends.base import (
     LoadedLog,
+    SessionCorruptError,
     SessionExistsError,
     SessionLockedError,
     SessionMissingError,
+    SessionSummary,
 )
 from faultlab.runtime.backends.jsonl_format import encode_events, encode_header, read_log
 from faultlab.runtime.events import Event
@@ -40,6 +42,8 @@ def _fsync_dir(directory: Path) -> None:
 
 class JsonlBackend:
     """Durable JSONL storage of the session kept in `directory`."""
+
+    kind = "jsonl"
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
@@ -219,6 +223,22 @@ class JsonlBackend:
         except FileNotFoundError:
             raise SessionMissingError(f"{self.path}: no session log") from None
         return read_log(data, str(self.path))
+
+    @staticmethod
+    def summarize(directory: Path) -> SessionSummary | None:
+        """The session stored in `directory`, if there is one (for listings)."""
+        path = directory / LOG_NAME
+        if not path.is_file():
+            return None
+        try:
+            loaded = read_log(path.read_bytes(), str(path))
+        except (OSError, SessionCorruptError) as exc:
+            return SessionSummary(str(directory), str(path), None, None, None, str(exc))
+        created = loaded.header.get("createdAt")
+        created_at = float(created) if isinstance(created, int | float) else None
+        return SessionSummary(
+            str(directory), str(path), loaded.session_id, created_at, len(loaded.events), None
+        )
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -98,6 +98,11 @@ _spawn = click.option(
     help="fork: children of the reference runtime come from a fork server (fast); "
     "exec: a fresh interpreter per child (the fidelity reference). --target always execs.",
 )  # fmt: skip
+_drive = click.option(
+    "--drive", type=click.Choice(["classic", "acp"]), default="classic", show_default=True,
+    help="classic: the target runs a scenario by itself; acp: the lab drives an ACP agent "
+    "(python -m faultlab.runtime.acp, or --target) as a client (docs/acp.md).",
+)  # fmt: skip
 _report_dir = click.option(
     "--report-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"),
     show_default=True, help="Where reports are written.",
@@ -197,11 +202,12 @@ def _print_summary(result: Any, report: Path | None) -> None:
 @_report_dir
 @click.option("--no-report", is_flag=True, help="Write no report.")
 @_spawn
+@_drive
 @_guarded
 def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
     shard: Any, timeout: float, as_json: bool, report_dir: Path, no_report: bool, spawn: str,
-    faults: str,
+    faults: str, drive: str,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
@@ -215,10 +221,11 @@ def explore(
         if not path.exists():
             raise UserError(f"{path}: no such scenario file or directory")
     made = api.make_target(policy=policy, target=target)
-    fault_names = api.parse_faults(faults)
+    fault_names = api.parse_faults(faults, drive=drive)
     loaded = api.load_scenarios(paths)
     _say(
         f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
+        + (", driven over ACP" if drive == "acp" else "")
         + (f", shard {shard}" if shard else "")
     )
     with api.workdir() as work:
@@ -233,6 +240,7 @@ def explore(
             progress=_Progress(),
             spawn=spawn,
             faults=fault_names,
+            drive=drive,
         )
         report = None
         if not no_report:
@@ -271,10 +279,11 @@ def explore(
 @_timeout
 @_json
 @_spawn
+@_drive
 @_guarded
 def run(
     scenario: Path, occurrence: str, fault: str, policy: str | None, target: str | None,
-    timeout: float, as_json: bool, spawn: str,
+    timeout: float, as_json: bool, spawn: str, drive: str,
 ) -> int:  # fmt: skip
     """Run one case and show its timeline."""
     from faultlab.lab import api
@@ -290,6 +299,7 @@ def run(
             timeout=timeout,
             workdir=work,
             spawn=spawn,
+            drive=drive,
         )
         _say(f"case {result.case.id}: {result.verdict.upper()} in {result.seconds:.2f}s")
         trace_path = Path(result.artifacts.get("trace", ""))

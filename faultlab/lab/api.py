@@ -26,6 +26,7 @@ from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import POLICIES, Scenario, load_scenario
 
 __all__ = [
+    "DRIVES",
     "SUPPORTED_FAULTS",
     "bundled_scenarios",
     "explore_paths",
@@ -67,8 +68,23 @@ def _check_fault(fault: str) -> None:
         raise LabUsageError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
 
 
-def parse_faults(text: str) -> tuple[str, ...]:
+DRIVES = ("classic", "acp")
+
+
+def _check_drive(drive: str) -> None:
+    if drive not in DRIVES:
+        raise LabUsageError(f"unknown drive {drive!r} (drives: {', '.join(DRIVES)})")
+
+
+def parse_faults(text: str, *, drive: str = "classic") -> tuple[str, ...]:
     """`all`, or a comma-separated list of fault names."""
+    _check_drive(drive)
+    if drive == "acp":
+        from faultlab.lab.acpdrive import ACP_FAULTS, parse_acp_faults
+
+        if text.strip() == "all":
+            return ACP_FAULTS
+        return parse_acp_faults([n.strip() for n in text.split(",") if n.strip()] or [""])
     if text.strip() == "all":
         return FAULTS
     names = tuple(name.strip() for name in text.split(",") if name.strip())
@@ -105,9 +121,15 @@ def reference_run(
 def run_single(
     scenario: str, occurrence: str, *, fault: str = "sigkill", policy: str | None = None,
     target: Sequence[str] | str | None = None, timeout: float = 60.0, workdir: Path,
-    spawn: str = "fork",
+    spawn: str = "fork", drive: str = "classic",
 ) -> CaseResult:  # fmt: skip
     """Run one case: the reference run, then `occurrence` killed with `fault`."""
+    _check_drive(drive)
+    if drive == "acp":
+        from faultlab.lab.acpexplore import acp_options, run_single_acp
+
+        acp = acp_options(workdir=workdir, timeout=timeout, policy=policy, target=target)
+        return run_single_acp(scenario, occurrence, fault=fault, options=acp)
     if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
         occurrence, fault = COVERAGE, "reference"
     else:
@@ -156,9 +178,15 @@ def explore_scenarios(
     scenarios: Sequence[tuple[str, Scenario]], *, policy: str | None = None,
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
-    spawn: str = "fork", faults: Sequence[str] = ("sigkill",),
+    spawn: str = "fork", faults: Sequence[str] = ("sigkill",), drive: str = "classic",
 ) -> ExploreResult:  # fmt: skip
     """`explore_paths` for scenarios already loaded with `load_scenarios`."""
+    _check_drive(drive)
+    if drive == "acp":
+        from faultlab.lab.acpexplore import acp_options, explore_acp
+
+        acp = acp_options(workdir=workdir, timeout=timeout, policy=policy, target=target)
+        return explore_acp(scenarios, acp, jobs=jobs, shard=shard, faults=faults, progress=progress)
     for fault in faults:
         _check_fault(fault)
     if jobs < 1:

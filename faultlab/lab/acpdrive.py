@@ -60,6 +60,11 @@ class AcpOptions:
     workdir: Path
     timeout: float = 60.0
     policy: str | None = None
+    reference: bool = True  # the reference runtime runs in its case dir; a --target
+    # command in the user's cwd, as typed
+
+    def cwd(self, where: Path) -> str | None:
+        return str(where) if self.reference else None
 
     def argv(self, scenario: str, sessions: Path) -> list[str]:
         argv = [*self.command, scenario, "--sessions-dir", str(sessions)]
@@ -151,7 +156,9 @@ async def _reference(scenario_path: str, scenario: Scenario, options: AcpOptions
     where = options.workdir / "acp-reference" / slug(Path(scenario_path).name)
     shutil.rmtree(where, ignore_errors=True)
     sessions = where / "sessions"
-    child = AcpChild(options.argv(scenario_path, sessions), where / "agent.stderr", cwd=str(where))
+    child = AcpChild(
+        options.argv(scenario_path, sessions), where / "agent.stderr", cwd=options.cwd(where)
+    )
     hung, session_id = False, ""
     async with child:
         try:
@@ -206,7 +213,7 @@ async def _case(
     argv = options.argv(case.scenario, sessions)
     artifacts = {"dir": str(where)}
     extra: list[Violation] = []
-    crash = AcpChild(argv, where / "crash.stderr", armed=case.occurrence, cwd=str(where))
+    crash = AcpChild(argv, where / "crash.stderr", armed=case.occurrence, cwd=options.cwd(where))
     async with crash:
         await _open(crash, options.timeout)
         new = await crash.call(crash.conn.new_session(cwd=str(where)), options.timeout)
@@ -292,7 +299,7 @@ async def _recover(
     """Spawn the agent again, load the session twice (comparing each replay
     with the log) and prompt it to the end of the script."""
     found: list[Violation] = []
-    child = AcpChild(argv, where / "resume.stderr", cwd=str(where))
+    child = AcpChild(argv, where / "resume.stderr", cwd=options.cwd(where))
     async with child:
         try:
             await _open(child, options.timeout)

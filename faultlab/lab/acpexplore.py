@@ -37,7 +37,7 @@ def acp_options(
         raise LabUsageError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
     if timeout <= 0:
         raise LabUsageError(f"timeout must be positive, not {timeout}")
-    return AcpOptions(acp_target(target), workdir, timeout, policy)
+    return AcpOptions(acp_target(target), workdir, timeout, policy, reference=target is None)
 
 
 def _run(case: Case, reference: Reference, options: AcpOptions) -> CaseResult:

@@ -73,6 +73,8 @@ class AcpChild:
     _exit: ChildExit | None = None
 
     async def start(self) -> None:
+        if self._proc is not None:
+            raise RuntimeError("an AcpChild starts once")
         report_r, report_w = os.pipe()
         reply_r, reply_w = os.pipe()
         env = {ENV_FDS: f"{report_w},{reply_r}"}
@@ -225,7 +227,8 @@ class AcpChild:
         self._report_fd = self._reply_fd = -1
 
     async def __aenter__(self) -> AcpChild:
-        await self.start()
+        if self._proc is None:
+            await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -143,7 +143,7 @@ def _session_files(sessions: Path, session_id: str) -> tuple[Path, Path]:
 
 
 async def _open(child: AcpChild, timeout: float) -> None:
-    await child.start()
+    """Initialize the started child's connection."""
     await child.call(child.conn.initialize(protocol_version=acp.PROTOCOL_VERSION), timeout)
 
 

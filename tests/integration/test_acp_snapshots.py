@@ -68,8 +68,7 @@ async def _load_and_finish(command: tuple[str, ...], scenario: Path, work: Path,
 async def crash_then_resume(command: tuple[str, ...], work: Path) -> dict[str, Any]:
     """(a) SIGKILL after the deploy took effect, then load and resume."""
     scenario = ROOT / "scenarios" / "deploy-careful.toml"
-    crash = await _start(command, scenario, work, "crash", armed="tool/effect#1")
-    async with crash:
+    async with await _start(command, scenario, work, "crash", armed="tool/effect#1") as crash:
         new = await crash.call(crash.conn.new_session(cwd=str(work)), TIMEOUT)
         with pytest.raises(Parked):
             await _prompt_all(crash, new.session_id, _next(new))
@@ -82,8 +81,7 @@ async def crash_then_resume(command: tuple[str, ...], work: Path) -> dict[str, A
 async def cancel_two_in_flight(command: tuple[str, ...], work: Path) -> dict[str, Any]:
     """(b) session/cancel while fetch_a and fetch_b run and write_c waits."""
     scenario = ROOT / "tests" / "scenarios" / "acp-two-inflight.toml"
-    first = await _start(command, scenario, work, "first", armed="tool/durable#2")
-    async with first:
+    async with await _start(command, scenario, work, "first", armed="tool/durable#2") as first:
         new = await first.call(first.conn.new_session(cwd=str(work)), TIMEOUT)
         with pytest.raises(Parked):
             await _prompt_all(first, new.session_id, _next(new))

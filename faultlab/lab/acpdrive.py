@@ -237,7 +237,12 @@ async def _case(
         elif case.fault == "sigterm":
             crash.signal(signal.SIGTERM)
             crash.reply("continue")
-            await _settle(crash, options.timeout)
+            if await _settle(crash, options.timeout) is None:
+                extra.append(Violation(
+                    "GRACEFUL_CLOSE_MISSING",
+                    "the client's running session/prompt got no answer before the agent "
+                    "stopped on SIGTERM",
+                ))  # fmt: skip
             status = await crash.wait(options.timeout)
         else:  # acp-cancel: the client cancels the running prompt
             before = len(crash.messages)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +21,15 @@ import acp
 import orjson
 from acp.connection import StreamDirection, StreamEvent
 
+from faultlab.lab.acpfork import AcpForkServer
+from faultlab.lab.forkserver import ForkedProcess
 from faultlab.lab.spawn import ChildExit, ChildHung, trimmed_environment
 from faultlab.probe import ENV_ARM, ENV_FDS
 
 __all__ = ["AcpChild", "Parked", "kill_all_acp"]
 
 T = TypeVar("T")
+_LIMIT = 50 * 1024 * 1024  # the SDK's own default line limit
 
 _LIVE: set[AcpChild] = set()
 
@@ -64,7 +68,10 @@ class AcpChild:
     messages: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     conn: Any = None
     pending: asyncio.Future[Any] | None = None  # the request the child parked in
-    _proc: asyncio.subprocess.Process | None = None
+    server: AcpForkServer | None = None  # fork from this server instead of exec
+    server_argv: Sequence[str] = ()  # what the server's child runs: agent arguments
+    _proc: asyncio.subprocess.Process | ForkedProcess | None = None
+    _transport: asyncio.BaseTransport | None = None
     _report_fd: int = -1
     _reply_fd: int = -1
     _buffer: bytes = b""
@@ -83,12 +90,12 @@ class AcpChild:
         self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
         stderr = os.open(self.stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=stderr, env=trimmed_environment(env), cwd=self.cwd,
-                pass_fds=(report_w, reply_r), start_new_session=True,
-                limit=50 * 1024 * 1024,
-            )  # fmt: skip
+            if self.server is not None:
+                reader, writer = await self._fork(trimmed_environment(env), stderr,
+                                                  report_w, reply_r)  # fmt: skip
+            else:
+                reader, writer = await self._exec(trimmed_environment(env), stderr,
+                                                  report_w, reply_r)  # fmt: skip
         finally:
             for fd in (stderr, report_w, reply_r):
                 os.close(fd)
@@ -97,11 +104,50 @@ class AcpChild:
         self._parked, self._exited = asyncio.Event(), asyncio.Event()
         os.set_blocking(report_r, False)
         asyncio.get_running_loop().add_reader(report_r, self._on_report)
-        assert self._proc.stdin is not None and self._proc.stdout is not None
         client = cast(acp.Client, _Client())
-        self.conn = acp.connect_to_agent(
-            client, self._proc.stdin, self._proc.stdout, observers=[self._observe]
+        self.conn = acp.connect_to_agent(client, writer, reader, observers=[self._observe])
+
+    async def _exec(
+        self, env: dict[str, str], stderr: int, report_w: int, reply_r: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        proc = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=stderr, env=env, cwd=self.cwd, pass_fds=(report_w, reply_r),
+            start_new_session=True, limit=_LIMIT,
+        )  # fmt: skip
+        self._proc = proc
+        assert proc.stdin is not None and proc.stdout is not None
+        return proc.stdout, proc.stdin
+
+    async def _fork(
+        self, env: dict[str, str], stderr: int, report_w: int, reply_r: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        assert self.server is not None
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        try:
+            self._proc = await asyncio.to_thread(
+                self.server.spawn_agent, self.server_argv, env=env, cwd=self.cwd,
+                fds=(stdin_r, stdout_w, stderr, report_w, reply_r),
+            )  # fmt: skip
+        except BaseException:
+            for fd in (stdin_w, stdout_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(stdin_r)
+            os.close(stdout_w)
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_LIMIT)
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdout_r, "rb", 0)
         )
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()),
+            os.fdopen(stdin_w, "wb", 0),
+        )
+        self._transport = transport
+        return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
     @property
     def pid(self) -> int:
@@ -170,42 +216,58 @@ class AcpChild:
 
     def signal(self, signum: int) -> None:
         """Send a signal to the child's whole process group."""
-        with contextlib.suppress(ProcessLookupError):
+        try:
             os.killpg(self.pid, signum)
+        except ProcessLookupError:
+            # A forked child may not have made its group yet (setsid runs
+            # right after the fork): signal the process itself.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signum)
 
     def kill(self) -> None:
         if self._proc is not None and self._exit is None:
             self.signal(signal.SIGKILL)
 
     async def wait(self, timeout: float) -> ChildExit:
-        """Reap the child (asyncio's watcher is the one reaper), sweep its group."""
+        """Reap the child (asyncio's watcher, or the fork server, is the one
+        reaper), sweep its group."""
         assert self._proc is not None
         if self._exit is not None:
             return self._exit
         try:
-            code = await asyncio.wait_for(self._proc.wait(), timeout)
+            code = await self._wait_exit(timeout)
         except TimeoutError:
             self.kill()
-            code = await asyncio.wait_for(self._proc.wait(), 5)
+            code = await self._wait_exit(5)
             self._finish(code)
             raise ChildHung(f"did not exit within {timeout:g}s; killed") from None
         if self._exited is not None:  # the rest of the trace
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._exited.wait(), 1.0)
-        self._finish(code)
-        return self._exit  # type: ignore[return-value]
+        return self._finish(code)
+
+    async def _wait_exit(self, timeout: float) -> int:
+        proc = self._proc
+        if isinstance(proc, ForkedProcess):
+            try:
+                return await asyncio.to_thread(proc.wait, timeout)
+            except subprocess.TimeoutExpired:
+                raise TimeoutError from None
+        assert proc is not None
+        return await asyncio.wait_for(proc.wait(), timeout)
 
     async def close(self, timeout: float) -> ChildExit:
         """Close the connection (the agent sees EOF on stdin) and reap it."""
         if self.conn is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.conn.close(), timeout)
-        assert self._proc is not None and self._proc.stdin is not None
-        with contextlib.suppress(Exception):
-            self._proc.stdin.close()
+        stdin = self._transport if self.server is not None else getattr(self._proc, "stdin", None)
+        if stdin is not None:
+            with contextlib.suppress(Exception):
+                stdin.close()
         return await self.wait(timeout)
 
-    def _finish(self, code: int) -> None:
+    def _finish(self, code: int) -> ChildExit:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)  # stragglers of its group
         try:
@@ -214,6 +276,7 @@ class AcpChild:
             stderr = ""
         self._exit = ChildExit(code, stderr)
         self.release()
+        return self._exit
 
     def release(self) -> None:
         _LIVE.discard(self)

@@ -26,6 +26,7 @@ from acp import text_block
 
 from faultlab.lab.acpcheck import check_cancel, check_guidance, check_replay, updates_between
 from faultlab.lab.acpchild import AcpChild, Parked
+from faultlab.lab.acpfork import shared_acp_server
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults import _graceful, plan_fault_cases
 from faultlab.lab.logread import LogView, parse_log
@@ -62,9 +63,27 @@ class AcpOptions:
     policy: str | None = None
     reference: bool = True  # the reference runtime runs in its case dir; a --target
     # command in the user's cwd, as typed
+    spawn: str = "fork"  # reference agents forked from a pre-imported server, or exec'd
+
+    def __post_init__(self) -> None:
+        if self.spawn not in ("fork", "exec"):
+            raise LabUsageError(f"spawn must be 'fork' or 'exec', not {self.spawn!r}")
 
     def cwd(self, where: Path) -> str | None:
         return str(where) if self.reference else None
+
+    def child(
+        self, scenario: str, sessions: Path, where: Path, name: str, armed: str | None = None
+    ) -> AcpChild:
+        """The agent process of one run (not started)."""
+        argv = self.argv(scenario, sessions)
+        stderr = where / f"{name}.stderr"
+        if self.reference and self.spawn == "fork":
+            tail = argv[len(self.command) :]
+            server = shared_acp_server()
+            return AcpChild(argv, stderr, armed=armed, cwd=str(where), server=server,
+                            server_argv=tail)  # fmt: skip
+        return AcpChild(argv, stderr, armed=armed, cwd=self.cwd(where))
 
     def argv(self, scenario: str, sessions: Path) -> list[str]:
         argv = [*self.command, scenario, "--sessions-dir", str(sessions)]
@@ -156,9 +175,7 @@ async def _reference(scenario_path: str, scenario: Scenario, options: AcpOptions
     where = options.workdir / "acp-reference" / slug(Path(scenario_path).name)
     shutil.rmtree(where, ignore_errors=True)
     sessions = where / "sessions"
-    child = AcpChild(
-        options.argv(scenario_path, sessions), where / "agent.stderr", cwd=options.cwd(where)
-    )
+    child = options.child(scenario_path, sessions, where, "agent")
     hung, session_id = False, ""
     async with child:
         try:
@@ -210,10 +227,9 @@ async def _case(
     where = options.workdir / "acp-cases" / slug(case.id)
     shutil.rmtree(where, ignore_errors=True)
     sessions = where / "sessions"
-    argv = options.argv(case.scenario, sessions)
     artifacts = {"dir": str(where)}
     extra: list[Violation] = []
-    crash = AcpChild(argv, where / "crash.stderr", armed=case.occurrence, cwd=options.cwd(where))
+    crash = options.child(case.scenario, sessions, where, "crash", armed=case.occurrence)
     async with crash:
         await _open(crash, options.timeout)
         new = await crash.call(crash.conn.new_session(cwd=str(where)), options.timeout)
@@ -260,7 +276,7 @@ async def _case(
     crashed_bytes = _read(log_path)
     (where / "crashed.jsonl").write_bytes(crashed_bytes)
     crashed = parse_log(crashed_bytes, str(log_path))
-    recovered = await _recover(case, options, argv, where, session_id, crashed, log_path)
+    recovered = await _recover(case, options, sessions, where, session_id, crashed, log_path)
     observation = Observation(
         scenario=reference.scenario, case=case, reference_log=reference.log,
         reference_ledger=reference.ledger, trace=tuple(crash.trace), crashed=crashed,
@@ -298,13 +314,13 @@ async def _settle(child: AcpChild, timeout: float) -> str | None:
 
 
 async def _recover(
-    case: Case, options: AcpOptions, argv: list[str], where: Path, session_id: str,
+    case: Case, options: AcpOptions, sessions: Path, where: Path, session_id: str,
     crashed: LogView, log_path: Path,
 ) -> _Recovered:  # fmt: skip
     """Spawn the agent again, load the session twice (comparing each replay
     with the log) and prompt it to the end of the script."""
     found: list[Violation] = []
-    child = AcpChild(argv, where / "resume.stderr", cwd=options.cwd(where))
+    child = options.child(case.scenario, sessions, where, "resume")
     async with child:
         try:
             await _open(child, options.timeout)

@@ -31,13 +31,15 @@ __all__ = ["acp_options", "explore_acp", "run_single_acp"]
 
 def acp_options(
     *, workdir: Path, timeout: float = 60.0, policy: str | None = None,
-    target: str | Sequence[str] | None = None,
+    target: str | Sequence[str] | None = None, spawn: str = "fork",
 ) -> AcpOptions:  # fmt: skip
     if policy is not None and policy not in POLICIES:
         raise LabUsageError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
     if timeout <= 0:
         raise LabUsageError(f"timeout must be positive, not {timeout}")
-    return AcpOptions(acp_target(target), workdir, timeout, policy, reference=target is None)
+    return AcpOptions(
+        acp_target(target), workdir, timeout, policy, reference=target is None, spawn=spawn
+    )
 
 
 def _run(case: Case, reference: Reference, options: AcpOptions) -> CaseResult:

@@ -128,7 +128,9 @@ def run_single(
     if drive == "acp":
         from faultlab.lab.acpexplore import acp_options, run_single_acp
 
-        acp = acp_options(workdir=workdir, timeout=timeout, policy=policy, target=target)
+        acp = acp_options(
+            workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
+        )
         return run_single_acp(scenario, occurrence, fault=fault, options=acp)
     if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
         occurrence, fault = COVERAGE, "reference"
@@ -185,7 +187,9 @@ def explore_scenarios(
     if drive == "acp":
         from faultlab.lab.acpexplore import acp_options, explore_acp
 
-        acp = acp_options(workdir=workdir, timeout=timeout, policy=policy, target=target)
+        acp = acp_options(
+            workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
+        )
         return explore_acp(scenarios, acp, jobs=jobs, shard=shard, faults=faults, progress=progress)
     for fault in faults:
         _check_fault(fault)

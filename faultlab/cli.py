@@ -246,7 +246,7 @@ def explore(
         if not no_report:
             info = RunInfo(
                 new_run_id(), tuple(sys.argv), made.command if target else None, policy,
-                timeout, spawn,
+                timeout, spawn, drive,
             )  # fmt: skip
             report = write_report(result, info, report_dir)
     _print_summary(result, report)
@@ -428,6 +428,7 @@ def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
             timeout=info.get("timeout", 60.0),
             workdir=work,
             spawn=spawn,
+            drive=info.get("drive", "classic"),
         )
     same = result.verdict == record["verdict"] and list(result.codes) == record["codes"]
     _say(

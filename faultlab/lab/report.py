@@ -38,6 +38,7 @@ class RunInfo:
     policy: str | None
     timeout: float
     spawn: str = "fork"
+    drive: str = "classic"  # "acp": the lab drove an ACP agent (docs/acp.md)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +48,7 @@ class RunInfo:
             "policy": self.policy,
             "timeout": self.timeout,
             "spawn": self.spawn,
+            "drive": self.drive,
         }
 
 

@@ -90,17 +90,23 @@ def test_acp_guarantee_fails_on_broken_variant(
     assert code in result.codes, [v.message for v in result.violations]
 
 
-def test_cli_acp_exploration_shard_and_usage_errors(tmp_path: Path) -> None:
+def test_cli_acp_exploration_replay_and_usage_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     scenario = _scenario("tiny-tool.toml")
+    reports = tmp_path / "reports"
     explored = runner.invoke(main, [
         "explore", scenario, "--drive", "acp", "--faults", "sigkill,sigterm",
-        "--shard", "1/10", "--jobs", "2", "--no-report", "--json",
+        "--shard", "1/4", "--jobs", "2", "--report-dir", str(reports), "--json",
     ])  # fmt: skip
     assert explored.exit_code == 0, explored.stderr
     report = orjson.loads(explored.stdout)
     faults = {case["fault"] for case in report["cases"]}
     assert report["passed"] and {"reference", "sigkill", "sigterm"} <= faults
+    # The report remembers the drive: replay re-runs the case over ACP.
+    case_id = next(c["id"] for c in report["cases"] if c["fault"] == "sigterm")
+    replayed = runner.invoke(main, ["replay", case_id, "--report-dir", str(reports)])
+    assert replayed.exit_code == 0, replayed.stderr
+    assert "same verdict" in replayed.stderr
     refused = runner.invoke(main, ["run", scenario, "--at", "tool/effect#1", "--drive", "acp",
                                    "--fault", "power-loss"])  # fmt: skip
     assert refused.exit_code == 2
@@ -108,3 +114,15 @@ def test_cli_acp_exploration_shard_and_usage_errors(tmp_path: Path) -> None:
         "faultlab: error: fault 'power-loss' is not supported with --drive acp "
         "(supported: sigkill, sigterm, acp-cancel)"
     ]
+
+
+def test_oracle_fails_the_acp_agent_under_turn_only(work: Path) -> None:
+    # The ACP drive can fail the reference agent too: without semantic
+    # checkpoints a SIGKILL after the charge loses the call (as classically).
+    command = REFERENCE
+    path = _scenario("payment.toml")
+    options = AcpOptions(command, work / "turn-only", 30.0, policy="turn-only")
+    reference = run_acp_reference(path, load_scenario(path), options)
+    result = run_acp_case(Case(path, "tool/effect#1", "sigkill"), reference, options)
+    assert result.verdict == "fail"
+    assert "TOOL_INTENT_LOST" in result.codes

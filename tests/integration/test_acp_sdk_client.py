@@ -126,3 +126,16 @@ def test_sdk_example_client_flow(tmp_path: Path) -> None:
     assert [(u.tool_call_id, u.status) for u in results] == [
         ("call-t0-s0-0", "completed"), ("call-t0-s0-1", "completed"),
         ("call-t0-s0-2", "failed")]  # fmt: skip
+
+
+def test_agent_usage_errors_are_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.toml"
+    done = subprocess.run(
+        [sys.executable, "-m", "faultlab.runtime.acp", str(missing), "--sessions-dir",
+         str(tmp_path / "s")], stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stdout == b""  # stdout is the protocol
+    lines = done.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("faultlab.runtime.acp: error: ")
+    assert str(missing) in lines[0]

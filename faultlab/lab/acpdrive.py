@@ -188,8 +188,8 @@ async def _reference(scenario_path: str, scenario: Scenario, options: AcpOptions
             hung = isinstance(exc, ChildHung | Parked)
             child.kill()
             status = await child.wait(options.timeout)
-            status = ChildExit(-9 if hung else status.returncode or 1,
-                               f"{type(exc).__name__}: {exc}\n{status.stderr}")  # fmt: skip
+            what = f"hung: {exc}" if hung else f"{type(exc).__name__}: {exc}"
+            status = ChildExit(-9 if hung else status.returncode or 1, f"{what}\n{status.stderr}")
     log_path, ledger_path = _session_files(sessions, session_id or "-")
     log_bytes = _read(log_path)
     return Reference(
@@ -218,6 +218,10 @@ def run_acp_case(case: Case, reference: Reference, options: AcpOptions) -> CaseR
         verdict, violations, artifacts = asyncio.run(_case(case, reference, options))
     except ChildHung as hung:
         verdict, violations, artifacts = "hung", [Violation("CHILD_HUNG", str(hung))], {}
+    except (acp.RequestError, ConnectionError) as exc:
+        # The agent refused a request or went away before the fault was injected.
+        message = f"the armed ACP session failed before its kill point: {type(exc).__name__}: {exc}"
+        verdict, violations, artifacts = "drift", [Violation("DRIFT", message)], {}
     return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
 
 

@@ -126,3 +126,19 @@ def test_oracle_fails_the_acp_agent_under_turn_only(work: Path) -> None:
     result = run_acp_case(Case(path, "tool/effect#1", "sigkill"), reference, options)
     assert result.verdict == "fail"
     assert "TOOL_INTENT_LOST" in result.codes
+
+
+@pytest.mark.parametrize(
+    ("target", "code"),
+    [(f"{sys.executable} -c pass", "REFERENCE_FAILED"),
+     (f"{sys.executable} {VARIANTS / 'hangs.py'}", "CHILD_HUNG")],
+    ids=["exits-at-once", "never-answers"],
+)  # fmt: skip
+def test_a_target_that_is_no_acp_agent_gets_a_lab_verdict(target: str, code: str) -> None:
+    done = CliRunner().invoke(main, [
+        "run", _scenario("tiny-tool.toml"), "--at", "tool/effect#1", "--drive", "acp",
+        "--target", target, "--timeout", "3", "--json",
+    ])  # fmt: skip
+    assert done.exit_code == 1, done.stderr
+    assert orjson.loads(done.stdout)["codes"] == [code]
+    assert "Traceback" not in done.stderr

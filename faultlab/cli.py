@@ -102,6 +102,11 @@ _spawn = click.option(
     help="fork: children of the reference runtime come from a fork server (fast); "
     "exec: a fresh interpreter per child (the fidelity reference). --target always execs.",
 )  # fmt: skip
+_drive = click.option(
+    "--drive", type=click.Choice(["classic", "acp"]), default="classic", show_default=True,
+    help="classic: the target runs a scenario by itself; acp: the lab drives an ACP agent "
+    "(python -m faultlab.runtime.acp, or --target) as a client (docs/acp.md).",
+)  # fmt: skip
 _report_dir = click.option(
     "--report-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"),
     show_default=True, help="Where reports are written.",
@@ -210,11 +215,12 @@ def _print_summary(result: Any, report: Path | None) -> None:
 @click.option("--no-report", is_flag=True, help="Write no report.")
 @_spawn
 @_backend
+@_drive
 @_guarded
 def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
     shard: Any, timeout: float, as_json: bool, report_dir: Path, no_report: bool, spawn: str,
-    faults: str, backend: str | None,
+    faults: str, backend: str | None, drive: str,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
@@ -228,10 +234,11 @@ def explore(
         if not path.exists():
             raise UserError(f"{path}: no such scenario file or directory")
     made = api.make_target(policy=policy, target=target, backend=backend)
-    fault_names = api.parse_faults(faults)
+    fault_names = api.parse_faults(faults, drive=drive)
     loaded = api.load_scenarios(paths)
     _say(
         f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
+        + (", driven over ACP" if drive == "acp" else "")
         + (f", shard {shard}" if shard else "")
     )
     with api.workdir() as work:
@@ -247,12 +254,13 @@ def explore(
             spawn=spawn,
             faults=fault_names,
             backend=backend,
+            drive=drive,
         )
         report = None
         if not no_report:
             info = RunInfo(
                 new_run_id(), tuple(sys.argv), made.command if target else None, policy,
-                timeout, spawn, backend,
+                timeout, spawn, backend, drive,
             )  # fmt: skip
             report = write_report(result, info, report_dir)
     _print_summary(result, report)
@@ -290,10 +298,11 @@ def explore(
 @_json
 @_spawn
 @_backend
+@_drive
 @_guarded
 def run(
     scenario: Path, occurrence: str, fault: str, policy: str | None, target: str | None,
-    timeout: float, as_json: bool, spawn: str, backend: str | None,
+    timeout: float, as_json: bool, spawn: str, backend: str | None, drive: str,
 ) -> int:  # fmt: skip
     """Run one case and show its timeline."""
     from faultlab.lab import api
@@ -310,6 +319,7 @@ def run(
             workdir=work,
             spawn=spawn,
             backend=backend,
+            drive=drive,
         )
         _say(f"case {result.case.id}: {result.verdict.upper()} in {result.seconds:.2f}s")
         trace_path = Path(result.artifacts.get("trace", ""))
@@ -443,6 +453,7 @@ def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
             workdir=work,
             spawn=spawn,
             backend=info.get("backend"),
+            drive=info.get("drive", "classic"),
         )
     same = result.verdict == record["verdict"] and list(result.codes) == record["codes"]
     _say(

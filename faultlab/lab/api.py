@@ -28,6 +28,7 @@ from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import POLICIES, Scenario, load_scenario
 
 __all__ = [
+    "DRIVES",
     "SUPPORTED_FAULTS",
     "bundled_scenarios",
     "explore_paths",
@@ -74,8 +75,31 @@ def _check_fault(fault: str) -> None:
         raise LabUsageError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
 
 
-def parse_faults(text: str) -> tuple[str, ...]:
+DRIVES = ("classic", "acp")
+
+
+def _check_drive(drive: str) -> None:
+    if drive not in DRIVES:
+        raise LabUsageError(f"unknown drive {drive!r} (drives: {', '.join(DRIVES)})")
+
+
+def _check_acp_backend(backend: str | None) -> None:
+    # The ACP agent keeps its sessions in JSONL (docs/acp.md): a backend
+    # asked for with --drive acp would be silently ignored, so it is refused.
+    if backend not in (None, "jsonl"):
+        raise LabUsageError(f"--backend {backend} works with --drive classic only; "
+                            "the ACP agent keeps its sessions in JSONL")  # fmt: skip
+
+
+def parse_faults(text: str, *, drive: str = "classic") -> tuple[str, ...]:
     """`all`, or a comma-separated list of fault names."""
+    _check_drive(drive)
+    if drive == "acp":
+        from faultlab.lab.acpdrive import ACP_FAULTS, parse_acp_faults
+
+        if text.strip() == "all":
+            return ACP_FAULTS
+        return parse_acp_faults([n.strip() for n in text.split(",") if n.strip()] or [""])
     if text.strip() == "all":
         return FAULTS
     names = tuple(name.strip() for name in text.split(",") if name.strip())
@@ -114,9 +138,18 @@ def reference_run(
 def run_single(
     scenario: str, occurrence: str, *, fault: str = "sigkill", policy: str | None = None,
     target: Sequence[str] | str | None = None, timeout: float = 60.0, workdir: Path,
-    spawn: str = "fork", backend: str | None = None,
+    spawn: str = "fork", backend: str | None = None, drive: str = "classic",
 ) -> CaseResult:  # fmt: skip
     """Run one case: the reference run, then `occurrence` killed with `fault`."""
+    _check_drive(drive)
+    if drive == "acp":
+        from faultlab.lab.acpexplore import acp_options, run_single_acp
+
+        _check_acp_backend(backend)
+        acp = acp_options(
+            workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
+        )
+        return run_single_acp(scenario, occurrence, fault=fault, options=acp)
     if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
         occurrence, fault = COVERAGE, "reference"
     else:
@@ -152,6 +185,7 @@ def explore_paths(
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
     spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
+    drive: str = "classic",
 ) -> ExploreResult:  # fmt: skip
     """Every case of every scenario in `paths`, for each of `faults`."""
     return explore_scenarios(
@@ -166,6 +200,7 @@ def explore_paths(
         spawn=spawn,
         faults=faults,
         backend=backend,
+        drive=drive,
     )
 
 
@@ -174,9 +209,19 @@ def explore_scenarios(
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
     spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
+    drive: str = "classic",
 ) -> ExploreResult:  # fmt: skip
     """`explore_paths` for scenarios already loaded with `load_scenarios`.  `backend`
     overrides every scenario's persistence backend (None: each scenario's own)."""
+    _check_drive(drive)
+    if drive == "acp":
+        from faultlab.lab.acpexplore import acp_options, explore_acp
+
+        _check_acp_backend(backend)
+        acp = acp_options(
+            workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
+        )
+        return explore_acp(scenarios, acp, jobs=jobs, shard=shard, faults=faults, progress=progress)
     for fault in faults:
         _check_fault(fault)
     if jobs < 1:

@@ -48,6 +48,19 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "SEQ_FORK": ("G5", "a second writer was not refused, or the session's seqs forked"),
     "FAULT_NOT_INJECTED": ("lab", "the fault was armed but never took effect in the target"),
     "GRACEFUL_CLOSE_MISSING": ("G10", "a graceful stop did not persist its closing events"),
+    "ACP_REPLAY_MISMATCH": (
+        "ACP",
+        "session/load showed the client a conversation other than the repaired log's",
+    ),
+    "GUIDANCE_NOT_DELIVERED": (
+        "ACP",
+        "the first model request after TOOL_OUTCOME_UNKNOWN lacked the logged retry guidance",
+    ),
+    "CANCEL_NOT_PERSISTED": (
+        "ACP",
+        "after session/cancel a tool call stayed open for the client or the log lacks the "
+        "real closing events",
+    ),
     "BOUNDARY_NOT_REACHED": ("coverage", "a boundary the scenario declares was never reached"),
     "EXPECTATION_FAILED": ("expect", "a per-boundary expectation of the scenario did not hold"),
     "RESUME_FAILED": ("recovery", "the target could not repair or resume the crashed session"),

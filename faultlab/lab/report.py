@@ -39,6 +39,7 @@ class RunInfo:
     timeout: float
     spawn: str = "fork"
     backend: str | None = None  # --backend (None: each scenario's own)
+    drive: str = "classic"  # "acp": the lab drove an ACP agent (docs/acp.md)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +50,7 @@ class RunInfo:
             "timeout": self.timeout,
             "spawn": self.spawn,
             "backend": self.backend,
+            "drive": self.drive,
         }
 
 
@@ -201,7 +203,8 @@ with tempfile.TemporaryDirectory() as work:
     scenario = Path(work) / {scenario_name!r}
     scenario.write_text(SCENARIO, encoding="utf-8")
     result = run_single(str(scenario), {occurrence!r}, fault={fault!r}, policy={policy!r},
-                        target={target!r}, backend={backend!r}, workdir=Path(work) / "lab")
+                        target={target!r}, backend={backend!r}, workdir=Path(work) / "lab",
+                        drive={drive!r})
     print(result.verdict, list(result.codes))
     sys.exit(0 if list(result.codes) == EXPECTED else 1)
 '''
@@ -224,7 +227,7 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
         case_id=result.case.id, scenario_text=scenario_text, codes=list(result.codes),
         scenario_name=Path(result.case.scenario).name, occurrence=result.case.occurrence,
         fault=result.case.fault, policy=info.policy, backend=info.backend,
-        target=list(info.target) if info.target else None,
+        target=list(info.target) if info.target else None, drive=info.drive,
     )  # fmt: skip
     (into / "repro.py").write_text(repro, encoding="utf-8")
 

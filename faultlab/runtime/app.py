@@ -28,7 +28,14 @@ from faultlab.runtime.session import SessionLog
 from faultlab.runtime.tools import ScriptedTools
 from faultlab.scenario import Scenario
 
-__all__ = ["LEDGER_NAME", "CompositeApp", "RunOutcome", "SessionRunner", "persistence_plugin"]
+__all__ = [
+    "LEDGER_NAME",
+    "CompositeApp",
+    "RunOutcome",
+    "SessionRunner",
+    "commit_repair",
+    "persistence_plugin",
+]
 
 LEDGER_NAME = "world-ledger.jsonl"
 
@@ -99,6 +106,32 @@ def persistence_plugin(coordinator: PersistenceCoordinator, say: Say) -> Plugin:
         return dispose
 
     return install
+
+
+async def commit_repair(
+    log: SessionLog, coordinator: PersistenceCoordinator, tools: ScriptedTools, say: Say
+) -> int:
+    """Plan crash repair for `log`, append it and make it durable; return the
+    number of events appended (0 when the last turn is closed)."""
+
+    def safe_to_retry(name: str) -> bool | None:
+        spec = tools.spec(name)
+        return None if spec is None else spec.safe_to_retry
+
+    actions = plan_repair(log.events, safe_to_retry)
+    if not actions:
+        return 0
+    first = log.next_seq
+    for action in actions:
+        log.append(action.type, action.data)
+    if PROBE.enabled:
+        PROBE.reach("repair/logged", first=first, count=len(actions))
+    await coordinator.flush()
+    if PROBE.enabled:
+        PROBE.reach("repair/durable", first=first, count=len(actions))
+    codes = [a.data["error"]["code"] for a in actions if "error" in a.data]
+    say(f"repair: appended {len(actions)} event(s) from seq {first}: {codes or 'no calls'}")
+    return len(actions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,26 +221,7 @@ class SessionRunner:
     async def _repair(
         self, log: SessionLog, coordinator: PersistenceCoordinator, tools: ScriptedTools
     ) -> int:
-        def safe_to_retry(name: str) -> bool | None:
-            spec = tools.spec(name)
-            return None if spec is None else spec.safe_to_retry
-
-        actions = plan_repair(log.events, safe_to_retry)
-        if not actions:
-            return 0
-        first = log.next_seq
-        for action in actions:
-            log.append(action.type, action.data)
-        if PROBE.enabled:
-            PROBE.reach("repair/logged", first=first, count=len(actions))
-        await coordinator.flush()
-        if PROBE.enabled:
-            PROBE.reach("repair/durable", first=first, count=len(actions))
-        codes = [a.data["error"]["code"] for a in actions if "error" in a.data]
-        self.say(
-            f"repair: appended {len(actions)} event(s) from seq {first}: {codes or 'no calls'}"
-        )
-        return len(actions)
+        return await commit_repair(log, coordinator, tools, self.say)
 
     async def _drive(self, agent: Agent, repaired: int, log_path: str) -> RunOutcome:
         turns = 0

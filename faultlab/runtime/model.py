@@ -7,11 +7,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from faultlab.probe import PROBE
 from faultlab.runtime.cancel import CancelToken
 from faultlab.runtime.history import Message, latest_tool_results
 from faultlab.scenario import Branch, Scenario, Step
 
-__all__ = ["ModelRequest", "ModelStream", "ScriptedModel", "choose_content"]
+__all__ = ["ModelRequest", "ModelStream", "ScriptedModel", "choose_content", "tool_errors"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,4 +98,22 @@ class ScriptedModel:
                 f"turn {request.script_turn} of the script has no step {request.script_step}"
             )
         self.calls += 1
+        if PROBE.enabled:
+            # Ground truth for the lab: the error results the model was sent.
+            PROBE.fact("model/input", requestId=request.request_id,
+                       toolErrors=tool_errors(request.messages))  # fmt: skip
         return ModelStream(request, steps[request.script_step])
+
+
+def tool_errors(messages: list[Message]) -> list[dict[str, Any]]:
+    """Every error tool result in `messages`: call id, code and the exact text."""
+    found = []
+    for message in messages:
+        if message["role"] != "tool":
+            continue
+        for block in message["content"]:
+            error = block.get("error")
+            if error:
+                code = error.get("code")
+                found.append({"callId": block["callId"], "code": code, "content": block["content"]})
+    return found

@@ -80,3 +80,10 @@ def run() -> NoReturn:
     from faultlab.runtime.__main__ import main
 
     sys.exit(main())
+
+
+def run_acp() -> NoReturn:
+    """Serve the (patched) runtime as an ACP agent (`python -m faultlab.runtime.acp`)."""
+    from faultlab.runtime.acp.__main__ import main
+
+    sys.exit(main())

@@ -1,0 +1,113 @@
+# Exploration and single cases with the lab as an ACP client (`--drive acp`):
+# the same case order, sharding, worker pool, coverage check and
+# interruption path as `explore`, with the ACP reference run and cases of
+# faultlab/lab/acpdrive.py.
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from faultlab.lab.acpchild import kill_all_acp
+from faultlab.lab.acpdrive import (
+    AcpOptions,
+    acp_target,
+    parse_acp_faults,
+    plan_acp_cases,
+    run_acp_case,
+    run_acp_reference,
+)
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.explore import COVERAGE, ExploreResult, Progress, Shard, _coverage
+from faultlab.lab.explore import _reference_failed as reference_failed
+from faultlab.lab.model import Case, CaseResult
+from faultlab.lab.runner import Reference
+from faultlab.probe import parse_occurrence
+from faultlab.scenario import POLICIES, Scenario, load_scenario
+
+__all__ = ["acp_options", "explore_acp", "run_single_acp"]
+
+
+def acp_options(
+    *, workdir: Path, timeout: float = 60.0, policy: str | None = None,
+    target: str | Sequence[str] | None = None, spawn: str = "fork",
+) -> AcpOptions:  # fmt: skip
+    if policy is not None and policy not in POLICIES:
+        raise LabUsageError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
+    if timeout <= 0:
+        raise LabUsageError(f"timeout must be positive, not {timeout}")
+    return AcpOptions(
+        acp_target(target), workdir, timeout, policy, reference=target is None, spawn=spawn
+    )
+
+
+def _run(case: Case, reference: Reference, options: AcpOptions) -> CaseResult:
+    if case.occurrence == COVERAGE:
+        return _coverage(case, reference)
+    if reference.returncode != 0:
+        return reference_failed(case, reference)
+    return run_acp_case(case, reference, options)
+
+
+def explore_acp(
+    scenarios: Sequence[tuple[str, Scenario]], options: AcpOptions, *, jobs: int = 1,
+    shard: Shard | None = None, faults: Sequence[str] = ("sigkill",),
+    progress: Progress | None = None,
+) -> ExploreResult:  # fmt: skip
+    """Every ACP case of `scenarios` (or of shard `shard`)."""
+    if jobs < 1:
+        raise LabUsageError(f"jobs must be at least 1, not {jobs}")
+    wanted = parse_acp_faults(faults)
+    started = time.monotonic()
+    executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="faultlab-acp")
+    try:
+        references = list(
+            executor.map(lambda item: run_acp_reference(item[0], item[1], options), scenarios)
+        )
+        by_path = {ref.scenario_path: ref for ref in references}
+        cases = [
+            case
+            for ref in references
+            for case in [Case(ref.scenario_path, COVERAGE, "reference")]
+            + (plan_acp_cases(ref, wanted) if ref.returncode == 0 else [])
+        ]
+        if shard is not None:
+            cases = shard.take(cases)
+        futures: list[Future[CaseResult]] = [
+            executor.submit(_run, case, by_path[case.scenario], options) for case in cases
+        ]
+        results = []
+        for done, future in enumerate(futures, start=1):
+            result = future.result()
+            results.append(result)
+            if progress is not None:
+                progress(result, done, len(futures))
+    except BaseException:
+        executor.shutdown(wait=False, cancel_futures=True)
+        kill_all_acp()
+        raise
+    executor.shutdown(wait=True)
+    return ExploreResult(tuple(results), tuple(references), time.monotonic() - started, shard)
+
+
+def run_single_acp(
+    scenario: str, occurrence: str, *, fault: str, options: AcpOptions
+) -> CaseResult:
+    """One ACP case: the fault-free ACP run, then `occurrence` with `fault`."""
+    parse_acp_faults([fault])
+    path = str(Path(scenario).resolve())
+    reference = run_acp_reference(path, load_scenario(scenario), options)
+    if occurrence == COVERAGE:
+        return _run(Case(path, COVERAGE, "reference"), reference, options)
+    name, n = parse_occurrence(occurrence)
+    case = Case(path, f"{name}#{n}", fault)
+    if reference.returncode == 0:
+        applicable = plan_acp_cases(reference, [fault])
+        if case not in applicable:
+            where = ", ".join(c.occurrence for c in applicable[:8])
+            raise LabUsageError(
+                f"fault {fault!r} does not apply at {case.occurrence} in {Path(scenario).name} "
+                f"with --drive acp (it applies at: {where}{', ...' if len(applicable) > 8 else ''})"
+            )
+    return _run(case, reference, options)

@@ -190,7 +190,7 @@ def _print_summary(result: Any, report: Path | None) -> None:
 @click.option(
     "--faults", default="all", show_default=True, metavar="LIST|all",
     help="Comma-separated faults to inject (sigkill, power-loss, torn-write, io-error, "
-    "cancel-in-checkpoint, sigterm, crash-in-repair, second-writer), or all.",
+    "cancel-in-checkpoint, sigterm, crash-in-repair, second-writer, corrupt-committed), or all.",
 )  # fmt: skip
 @_timeout
 @_json

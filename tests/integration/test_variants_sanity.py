@@ -249,6 +249,6 @@ def test_concurrent_flushes_write_the_same_seqs_twice_without_a_crash(tmp_path: 
 
 
 def test_no_turn_end_flush_leaves_a_finished_turn_open_on_disk(tmp_path: Path) -> None:
-    parked, trace = kill_at(tmp_path, "no_turn_end_flush", "multi-turn.toml", "turn/started#2")
+    _parked, trace = kill_at(tmp_path, "no_turn_end_flush", "multi-turn.toml", "turn/started#2")
     assert [m["turn"] for m in trace if m.get("boundary") == "turn/durable"] == [0]
     assert [e.type for e in events(tmp_path)][-1] == "step/end"  # turn 0's turn/end is lost

@@ -73,6 +73,7 @@ class SelftestRow:
     codes: dict[str, int] = field(default_factory=dict)  # code -> failing cases with it
     seconds: float = 0.0
     note: str = ""
+    faults: dict[str, int] = field(default_factory=dict)  # fault -> failing cases under it
 
     @property
     def bad(self) -> bool:
@@ -90,6 +91,7 @@ class SelftestRow:
             "codes": self.codes,
             "seconds": round(self.seconds, 3),
             "note": self.note,
+            "failingByFault": self.faults,
         }
 
 
@@ -138,6 +140,10 @@ def _codes(results: Sequence[CaseResult]) -> dict[str, int]:
     return dict(Counter(code for r in results if not r.passed for code in r.codes))
 
 
+def _faults(results: Sequence[CaseResult]) -> dict[str, int]:
+    return dict(Counter(r.case.fault for r in results if not r.passed))
+
+
 def judge_variant(
     name: str, expected: Sequence[str], results: Sequence[CaseResult], *, stage: Stage,
     seconds: float = 0.0,
@@ -162,7 +168,7 @@ def judge_variant(
         lacking = [c for c in expected if c not in firsts]
         note = f"never reported: {', '.join(lacking)}"
     return SelftestRow(name, stage, tuple(expected), status, first, len(results), len(failing),
-                       _codes(results), seconds, note)  # fmt: skip
+                       _codes(results), seconds, note, _faults(results))  # fmt: skip
 
 
 def judge_reference(
@@ -178,7 +184,7 @@ def judge_reference(
         note = "no case ran" if not results else f"{failing[0].case.id}: {failing[0].codes}"
     first = failing[0].case.id if failing else None
     return SelftestRow(REFERENCE, stage, (), status, first, len(results), len(failing),
-                       _codes(results), seconds, note)  # fmt: skip
+                       _codes(results), seconds, note, _faults(results))  # fmt: skip
 
 
 def fuzz_campaign() -> FuzzCampaign | None:

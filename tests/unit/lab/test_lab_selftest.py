@@ -91,6 +91,7 @@ def test_a_variant_is_detected_only_with_every_expected_code() -> None:
     row = judge_variant("v", ["Y", "Z"], results, stage="explore")
     assert (row.status, row.first_case) == ("detected", "p.toml::c#1[sigkill]")
     assert (row.cases, row.failing, row.codes) == (4, 3, {"X": 2, "Y": 1, "Z": 1})
+    assert row.faults == {"sigkill": 3}
     wrong = judge_variant("v", ["Y", "W"], results, stage="explore")
     assert (wrong.status, wrong.note, wrong.bad) == ("wrong-code", "never reported: W", True)
     missed = judge_variant("v", ["Y"], [result("a#1")], stage="quick")

@@ -26,8 +26,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import orjson
 
@@ -56,6 +57,7 @@ Status = Literal["detected", "missed", "wrong-code", "clean", "false-alarm", "no
 Stage = Literal["explore", "quick", "fuzz"]
 FuzzCampaign = Callable[..., Sequence[CaseResult]]
 RowProgress = Callable[["SelftestRow"], None]
+T = TypeVar("T")
 _BAD: frozenset[str] = frozenset({"missed", "wrong-code", "false-alarm"})
 
 
@@ -254,6 +256,20 @@ def _quick_variant(variant: ZooVariant, workdir: Path) -> SelftestRow:
                          seconds=time.monotonic() - started)  # fmt: skip
 
 
+def _in_parallel(calls: Sequence[Callable[[], T]], jobs: int) -> list[T]:
+    """Results of `calls` in order, `jobs` at a time; interrupted, no child survives."""
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="faultlab-selftest")
+    try:
+        futures = [pool.submit(call) for call in calls]
+        results = [future.result() for future in futures]
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_all()
+        raise
+    pool.shutdown(wait=True)
+    return results
+
+
 def run_selftest(
     zoo: Zoo, *, variants: Sequence[ZooVariant] | None = None, quick: bool = False,
     jobs: int = 1, workdir: Path, spawn: str = "fork", timeout: float = 60.0,
@@ -276,10 +292,9 @@ def run_selftest(
     try:
         if quick:
             # Single cases: run the variants side by side, `jobs` at a time.
-            with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="faultlab-zoo") as pool:
-                futures = [pool.submit(_quick_variant, v, workdir / v.name) for v in chosen]
-                for future in futures:
-                    add(future.result())
+            calls = [partial(_quick_variant, v, workdir / v.name) for v in chosen]
+            for row in _in_parallel(calls, jobs):
+                add(row)
         else:
             for variant in chosen:
                 add(_explore_variant(variant, jobs, workdir / variant.name))
@@ -308,12 +323,11 @@ def _reference_row(
     if quick:
         # The reference runtime at exactly the cases that catch the chosen variants.
         cases = list(dict.fromkeys(case for v in chosen for case in v.quick))
-        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="faultlab-ref") as pool:
-            futures = [
-                pool.submit(_quick_case, case, None, timeout, workdir / str(i), spawn)
-                for i, case in enumerate(cases)
-            ]
-            results = [f.result() for f in futures]
+        results = _in_parallel(
+            [partial(_quick_case, case, None, timeout, workdir / str(i), spawn)
+             for i, case in enumerate(cases)],
+            jobs,
+        )  # fmt: skip
     else:
         # Every bundled scenario under every fault.
         explored = api.explore_paths([api.bundled_scenarios()], jobs=jobs, timeout=timeout,

@@ -207,7 +207,7 @@ def _print_summary(result: Any, report: Path | None) -> None:
 @click.option(
     "--faults", default="all", show_default=True, metavar="LIST|all",
     help="Comma-separated faults to inject (sigkill, power-loss, torn-write, io-error, "
-    "cancel-in-checkpoint, sigterm, crash-in-repair, second-writer), or all.",
+    "cancel-in-checkpoint, sigterm, crash-in-repair, second-writer, corrupt-committed), or all.",
 )  # fmt: skip
 @_timeout
 @_json
@@ -498,3 +498,52 @@ def bench(quick: bool, as_json: bool, out: Path) -> int:
     if as_json:
         _emit_json(results)
     return EXIT_OK
+
+
+@main.command()
+@click.option("--quick", is_flag=True,
+              help="Only each variant's documented catching cases (and the reference runtime "
+              "on the same cases): the CI subset.")  # fmt: skip
+@click.option("--variants", "names", metavar="NAMES", help="Comma-separated variants to run.")
+@click.option(
+    "--zoo", type=click.Path(dir_okay=False, path_type=Path),
+    help="The zoo registry (default: tests/variants/zoo.toml of this checkout).",
+)  # fmt: skip
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Cases (or, with --quick, variants) run in parallel.")  # fmt: skip
+@_timeout
+@_json
+@_report_dir
+@click.option("--no-report", is_flag=True, help="Write no report.")
+@_spawn
+@_guarded
+def selftest(
+    quick: bool, names: str | None, zoo: Path | None, jobs: int, timeout: float, as_json: bool,
+    report_dir: Path, no_report: bool, spawn: str,
+) -> int:  # fmt: skip
+    """Prove the oracle: every broken runtime of the zoo must be caught with its
+    expected code, and the reference runtime must raise no false alarm."""
+    from faultlab.lab import api
+    from faultlab.lab.selftest import format_table, run_selftest, write_selftest_report
+    from faultlab.lab.zoo import default_zoo_path, load_zoo
+
+    registry = load_zoo(zoo if zoo is not None else default_zoo_path())
+    chosen = registry.select(names)
+    mode = "quick cases" if quick else "every fault on their scenarios"
+    _say(f"selftest: {len(chosen)} variant(s) of {registry.path} ({mode}), {jobs} job(s)")
+
+    def progress(row: Any) -> None:
+        shown = row.first_case or row.note
+        _say(f"  {row.status:13} {row.variant} [{row.stage}] {shown} ({row.seconds:.1f}s)")
+
+    with api.workdir() as work:
+        result = run_selftest(registry, variants=chosen, quick=quick, jobs=jobs, workdir=work,
+                              spawn=spawn, timeout=timeout, progress=progress)  # fmt: skip
+    _say()
+    for line in format_table(result):
+        _say(line)
+    if not no_report:
+        _say(f"report: {write_selftest_report(result, report_dir)}")
+    if as_json:
+        _emit_json(result.to_json())
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS

@@ -58,6 +58,7 @@ FAULTS = (
     "sigterm",
     "crash-in-repair",
     "second-writer",
+    "corrupt-committed",
 )
 
 # "REPORT_FD,REPLY_FD": the child writes reports to the first, reads replies

@@ -11,6 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from faultlab.lab.corruption import CORRUPT_FAULT, plan_corrupt_cases, run_corrupt_case
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults import plan_fault_cases, run_fault_case
 from faultlab.lab.model import Case, CaseResult, Violation
@@ -126,6 +127,8 @@ def plan_cases(reference: Reference, faults: Sequence[str] = ("sigkill",)) -> li
             from faultlab.lab.powerloss import plan_power_cases
 
             cases += plan_power_cases(reference, fault)
+        elif fault == CORRUPT_FAULT:
+            cases += plan_corrupt_cases(reference)
         else:
             cases += plan_fault_cases(reference, fault)
     return cases
@@ -165,6 +168,8 @@ def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult
         from faultlab.lab.powerloss import run_power_case
 
         return run_power_case(case, reference, options)
+    if case.fault == CORRUPT_FAULT:
+        return run_corrupt_case(case, reference, options)
     return run_fault_case(case, reference, options)
 
 

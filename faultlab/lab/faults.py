@@ -96,6 +96,11 @@ def _fail_closed(obs: Observation, status: ChildExit | None) -> list[Violation]:
                 "any flush succeeded",
                 {"boundary": message["boundary"], "id": what, "failedFrom": failed_at},
             ))  # fmt: skip
+    if obs.case.occurrence.startswith("step/logged#"):
+        reported = {v.evidence.get("id") for v in found}
+        found += [
+            v for v in _request_after_post_step(obs.trace) if v.evidence["id"] not in reported
+        ]
     if not any(m.get("fact") == "flush" and m.get("ok") is False for m in obs.trace):
         found.append(Violation(
             "FAULT_NOT_INJECTED", "no flush failed after the io-error was armed",
@@ -106,6 +111,37 @@ def _fail_closed(obs: Observation, status: ChildExit | None) -> list[Violation]:
             f"the target died of signal {-status.returncode} after the failed flush instead "
             "of stopping cleanly", {"status": status.returncode},
         ))  # fmt: skip
+    return found
+
+
+def _request_after_post_step(trace: tuple[dict[str, Any], ...]) -> list[Violation]:
+    """G9 for the post-step checkpoint: parked at `step/logged`, the next flush
+    is the step's checkpoint; once it fails, no request of the same turn may
+    reach the model, even after a later flush succeeds (the turn must stop)."""
+    parked = next((i for i, m in enumerate(trace) if m.get("parked")), None)
+    if parked is None:
+        return []
+    found = []
+    failed: int | None = None
+    for message in trace[parked + 1 :]:
+        if failed is None:
+            if message.get("boundary") == "turn/logged":
+                return []  # no flush between the step and the turn's end: no such checkpoint
+            if message.get("fact") == "flush":
+                if message.get("ok") is not False:
+                    return []  # the step's checkpoint succeeded: the fault hit a later flush
+                failed = message.get("first", -1)
+            continue
+        if message.get("boundary") == "turn/logged":
+            break
+        if message.get("boundary") == "request/durable":
+            what = message.get("requestId")
+            found.append(Violation(
+                "DISPATCH_AFTER_FAILED_CHECKPOINT",
+                f"request/durable ({what}) was reached in the same turn after the post-step "
+                "checkpoint failed (the turn must stop before another model request)",
+                {"boundary": "request/durable", "id": what, "failedFrom": failed},
+            ))  # fmt: skip
     return found
 
 

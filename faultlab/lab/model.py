@@ -46,6 +46,10 @@ GUARANTEES: dict[str, tuple[str, str]] = {
         "a tool body started although cancellation landed during its checkpoint",
     ),
     "SEQ_FORK": ("G5", "a second writer was not refused, or the session's seqs forked"),
+    "CORRUPTION_IGNORED": (
+        "G5",
+        "the target loaded a log with a corrupt committed line instead of refusing it",
+    ),
     "FAULT_NOT_INJECTED": ("lab", "the fault was armed but never took effect in the target"),
     "GRACEFUL_CLOSE_MISSING": ("G10", "a graceful stop did not persist its closing events"),
     "ACP_REPLAY_MISMATCH": (

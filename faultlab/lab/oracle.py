@@ -185,6 +185,29 @@ def check_crash_durability(
                 {"flushedThrough": claimed, "lastSeq": len(events) - 1, "lostTurnEnds": turn_ends},
             )
         )
+    if not any(v.code == "COMPLETED_TURN_LOST" for v in found):
+        found.extend(_closed_turns_lost(trace, events))
+    return found
+
+
+def _closed_turns_lost(
+    trace: Sequence[dict[str, Any]], events: Sequence[LogEvent]
+) -> list[Violation]:
+    """G4 for the turn-end checkpoint: a `turn/durable` the child went past
+    claims its turn's `turn/end` is durable, flush facts or not."""
+    ended = {e.data.get("turn") for e in events if e.type == "turn/end"}
+    found = []
+    for message in _passed(trace, "turn/durable"):
+        turn = message.get("turn")
+        if turn not in ended:
+            found.append(
+                Violation(
+                    "COMPLETED_TURN_LOST",
+                    f"turn {turn} was reported durable (turn/durable) but its turn/end was not "
+                    "in the crashed log",
+                    {"turn": turn, "lostTurnEnds": []},
+                )
+            )
     return found
 
 

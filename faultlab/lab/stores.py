@@ -23,6 +23,11 @@ _SQLITE_POWER = (
     "write/fsync trace of the database and its WAL, so the lab cannot derive the states "
     "a power loss would leave"
 )
+_SQLITE_CORRUPT = (
+    "the fault zeroes one committed line of a JSONL log; damaging one committed row of a "
+    "SQLite database (its b-tree pages, its WAL frames and their checksums) is a different "
+    "fault that the lab does not have yet"
+)
 
 
 def _read_file(path: Path) -> bytes:
@@ -82,7 +87,8 @@ _STORES = {
     "jsonl": LogStore("jsonl", "session.jsonl", ".jsonl", _read_file, parse_log),
     "sqlite": LogStore(
         "sqlite", "session.sqlite", ".sqlite", snapshot, parse_sqlite,
-        {"power-loss": _SQLITE_POWER, "torn-write": _SQLITE_POWER},
+        {"power-loss": _SQLITE_POWER, "torn-write": _SQLITE_POWER,
+         "corrupt-committed": _SQLITE_CORRUPT},
     ),
 }  # fmt: skip
 

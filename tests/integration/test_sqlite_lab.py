@@ -75,18 +75,24 @@ def test_explore_all_faults_on_sqlite_passes_and_lists_the_unsupported(tmp_path:
     ])  # fmt: skip
     assert run.exit_code == 0, run.stderr
     out = json.loads(run.stdout)
-    assert out["passed"] and out["counts"]["unsupported"] == 2
-    assert {u["fault"] for u in out["unsupported"]} == {"power-loss", "torn-write"}
+    assert out["passed"] and out["counts"]["unsupported"] == 3
+    unsupported = {"power-loss", "torn-write", "corrupt-committed"}
+    assert {u["fault"] for u in out["unsupported"]} == unsupported
     assert "UNSUPPORTED power-loss" in run.stderr and "UNSUPPORTED torn-write" in run.stderr
     report = tmp_path / "latest"
     summary = json.loads((report / "summary.json").read_text())
     assert summary["backend"] == "sqlite" and summary["passed"]
-    assert sorted(u["fault"] for u in summary["unsupported"]) == ["power-loss", "torn-write"]
-    assert all("write/fsync trace" in u["reason"] for u in summary["unsupported"])
+    assert {u["fault"] for u in summary["unsupported"]} == unsupported
+    reasons = {u["fault"]: u["reason"] for u in summary["unsupported"]}
+    assert (
+        "write/fsync trace" in reasons["power-loss"]
+        and "write/fsync trace" in reasons["torn-write"]
+    )
+    assert "committed row" in reasons["corrupt-committed"]
     text = (report / "report.md").read_text()
     assert "## Unsupported faults" in text and "- `power-loss` on tiny.toml" in text
     suite = ET.parse(report / "junit.xml").getroot().find("testsuite")
-    assert suite is not None and suite.get("skipped") == "2"
+    assert suite is not None and suite.get("skipped") == "3"
     faults = {c["fault"] for c in out["cases"] if c["verdict"] == "pass"}
     assert faults >= {"sigkill", "io-error", "sigterm", "crash-in-repair", "second-writer"}
     # replay re-runs a case on the backend the run used (recorded in run.json)

@@ -17,6 +17,7 @@ import orjson
 import pytest
 
 from faultlab.lab.spawn import Child, ChildExit
+from faultlab.runtime.backends.base import SessionCorruptError
 from faultlab.runtime.backends.jsonl_format import read_log
 from faultlab.runtime.events import Event
 from faultlab.scenario import load_scenario
@@ -43,6 +44,15 @@ COMPLETES = {
     "no_cancel_recheck": "mixed-parallel.toml",
     "no_writer_lock": "nested.toml",
     "torn_batch_no_truncate": "parallel-reads.toml",
+    "request_checkpoint_after_stream": "chat.toml",
+    "no_parallel_checkpoint": "parallel-reads.toml",
+    "repair_all_not_started": "payment.toml",
+    "repair_drops_guidance": "deploy-careful.toml",
+    "repair_closes_twice": "nested.toml",
+    "loader_drops_corrupt_line": "chat.toml",
+    "concurrent_flushes": "multi-turn.toml",  # no parallel calls: no overlap, a clean log
+    "ignores_post_step_failure": "payment.toml",
+    "no_turn_end_flush": "multi-turn.toml",
 }
 # SQLite backend variants: run with --backend sqlite
 COMPLETES_SQLITE = {
@@ -245,3 +255,21 @@ def test_sqlite_variant_runs_a_bundled_scenario_to_completion(tmp_path: Path, na
     stored = SqliteBackend(tmp_path / "session").load().events
     ends = [e.data["reason"]["kind"] for e in stored if e.type == "turn/end"]
     assert ends == ["completed"] * len(load_scenario(SCENARIOS / scenario).turns)
+
+
+def test_concurrent_flushes_write_the_same_seqs_twice_without_a_crash(tmp_path: Path) -> None:
+    with variant(tmp_path, "concurrent_flushes", "parallel-reads.toml") as target:
+        assert target.run_until_parked_or_exit(timeout=60) is None
+        status = target.wait(timeout=30)
+    assert status.returncode == 0, status.stderr
+    data = (tmp_path / "session" / "session.jsonl").read_bytes()
+    seqs = [orjson.loads(line)["seq"] for line in data.splitlines()[1:]]
+    assert len(seqs) > len(set(seqs))  # the overlapping batches are both on disk
+    with pytest.raises(SessionCorruptError, match="seq duplicate"):
+        read_log(data, "session.jsonl")
+
+
+def test_no_turn_end_flush_leaves_a_finished_turn_open_on_disk(tmp_path: Path) -> None:
+    _parked, trace = kill_at(tmp_path, "no_turn_end_flush", "multi-turn.toml", "turn/started#2")
+    assert [m["turn"] for m in trace if m.get("boundary") == "turn/durable"] == [0]
+    assert [e.type for e in events(tmp_path)][-1] == "step/end"  # turn 0's turn/end is lost

@@ -1,0 +1,87 @@
+# `faultlab selftest` with real processes: the quick selftest catches every
+# variant of the zoo with its expected codes and the reference runtime raises
+# no false alarm at the same cases (the CI subset of the full run, whose
+# command and numbers are in the README and the closing note of issue 9); and
+# selftest exits 1 when the oracle misses a "variant" (the reference runtime
+# itself) or catches one with another code than the registry expects.
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from faultlab.cli import main
+from faultlab.lab.selftest import REFERENCE, run_selftest
+from faultlab.lab.zoo import default_zoo_path, load_zoo
+
+VARIANTS = Path(__file__).resolve().parents[1] / "variants"
+pytestmark = pytest.mark.realprocess
+
+
+def test_every_variant_script_is_in_the_zoo_registry() -> None:
+    zoo = load_zoo(default_zoo_path())
+    scripts = {p.stem for p in VARIANTS.glob("*.py") if not p.name.startswith("_")}
+    assert {v.script.stem for v in zoo.variants} == scripts
+    assert len(zoo.variants) >= 17
+
+
+def test_the_quick_selftest_catches_every_variant_and_no_false_alarm(tmp_path: Path) -> None:
+    zoo = load_zoo(default_zoo_path())
+    result = run_selftest(zoo, quick=True, jobs=4, workdir=tmp_path)
+    rows = {r.variant: r for r in result.rows if r.stage == "quick"}
+    assert set(rows) == {v.name for v in zoo.variants} | {REFERENCE}
+    assert [(r.variant, r.status, r.note) for r in rows.values() if r.status != "detected"] == [
+        (REFERENCE, "clean", rows[REFERENCE].note)
+    ]
+    for variant in zoo.variants:  # every expected code, at a documented case
+        row = rows[variant.name]
+        assert set(variant.expect) <= set(row.codes)
+        assert row.first_case in {case.id for case in variant.quick}
+    assert rows[REFERENCE].cases == len({c for v in zoo.variants for c in v.quick})
+    assert result.passed and result.score == (len(zoo.variants), len(zoo.variants))
+    # No fuzz stage in this build: a neutral row, never counted as a catch.
+    fuzz = [r for r in result.rows if r.stage == "fuzz"]
+    assert [(r.variant, r.status) for r in fuzz] == [(REFERENCE, "not-available")]
+
+
+def test_selftest_exits_1_on_a_missed_variant_and_on_a_wrong_code(tmp_path: Path) -> None:
+    # A "variant" that is the reference runtime unchanged, and a real variant
+    # registered with a code it never gets.
+    (tmp_path / "not_broken.py").write_text(
+        "import sys\nfrom faultlab.runtime.__main__ import main\nsys.exit(main())\n"
+    )
+    case = '[{ scenario = "payment.toml", at = "tool/durable#1", fault = "sigkill" }]'
+    (tmp_path / "zoo.toml").write_text(f"""format = 1
+[[variant]]
+name = "not_broken"
+bug = "none: the reference runtime"
+expect = ["REPAIR_MISCLASSIFIED"]
+scenarios = ["payment.toml"]
+quick = {case}
+
+[[variant]]
+name = "says_safe"
+script = "{VARIANTS / "repair_says_safe.py"}"
+bug = "repair says a retry is safe"
+expect = ["REPAIR_MISCLASSIFIED"]
+scenarios = ["payment.toml"]
+quick = {case}
+""")
+    result = CliRunner().invoke(main, [
+        "selftest", "--quick", "--zoo", str(tmp_path / "zoo.toml"), "--json",
+        "--report-dir", str(tmp_path / "reports"),
+    ])  # fmt: skip
+    assert result.exit_code == 1, result.stderr
+    report = orjson.loads(result.stdout)
+    statuses = {(r["variant"], r["stage"]): r["status"] for r in report["rows"]}
+    assert statuses[("not_broken", "quick")] == "missed"
+    assert statuses[("says_safe", "quick")] == "wrong-code"
+    assert statuses[(REFERENCE, "quick")] == "clean"
+    assert report["mutationScore"] == {"caught": 0, "variants": 2} and not report["passed"]
+    assert "never reported: REPAIR_MISCLASSIFIED" in result.stderr
+    assert "mutation score 0/2 (0%), false alarms 0" in result.stderr
+    written = tmp_path / "reports" / "selftest-latest"
+    assert orjson.loads((written / "selftest.json").read_bytes()) == report
+    assert "wrong-code" in (written / "selftest.txt").read_text()

@@ -38,7 +38,6 @@ from faultlab.lab.model import CaseResult
 from faultlab.lab.report import new_run_id
 from faultlab.lab.spawn import kill_all
 from faultlab.lab.zoo import QuickCase, Zoo, ZooVariant
-from faultlab.probe import FAULTS
 
 __all__ = [
     "REFERENCE",
@@ -234,22 +233,33 @@ def _explore_variant(variant: ZooVariant, jobs: int, workdir: Path) -> SelftestR
     result = api.explore_scenarios(
         api.load_scenarios(variant.scenarios), target=_target(variant), jobs=jobs,
         timeout=variant.timeout, workdir=workdir, faults=variant.faults,
+        backend=variant.backend, drive=variant.drive,
     )  # fmt: skip
     return judge_variant(variant.name, variant.expect, result.results, stage="explore",
                          seconds=time.monotonic() - started)  # fmt: skip
 
 
 def _quick_case(
-    case: QuickCase, target: Sequence[str] | None, timeout: float, workdir: Path, spawn: str
-) -> CaseResult:
+    case: QuickCase, target: Sequence[str] | None, timeout: float, workdir: Path, spawn: str,
+    backend: str | None = None, drive: str = "classic",
+) -> CaseResult:  # fmt: skip
     return api.run_single(str(case.scenario), case.at, fault=case.fault, target=target,
-                          timeout=timeout, workdir=workdir, spawn=spawn)  # fmt: skip
+                          timeout=timeout, workdir=workdir, spawn=spawn, backend=backend,
+                          drive=drive)  # fmt: skip
 
 
 def _quick_variant(variant: ZooVariant, workdir: Path) -> SelftestRow:
     started = time.monotonic()
     results = [
-        _quick_case(case, _target(variant), variant.timeout, workdir / str(i), "exec")
+        _quick_case(
+            case,
+            _target(variant),
+            variant.timeout,
+            workdir / str(i),
+            "exec",
+            variant.backend,
+            variant.drive,
+        )
         for i, case in enumerate(variant.quick)
     ]
     return judge_variant(variant.name, variant.expect, results, stage="quick",
@@ -315,24 +325,38 @@ def run_selftest(
     return SelftestResult(tuple(rows), quick, time.monotonic() - started, str(zoo.path))
 
 
+def _configurations(chosen: Sequence[ZooVariant]) -> list[tuple[str | None, str]]:
+    """(backend, drive) pairs the reference runtime is checked under: the default
+    one, and each one a chosen variant runs with (a false alarm on SQLite or over
+    ACP would make those variants' detections worthless too)."""
+    return list(dict.fromkeys([(None, "classic"), *((v.backend, v.drive) for v in chosen)]))
+
+
 def _reference_row(
     chosen: Sequence[ZooVariant], *, quick: bool, jobs: int, workdir: Path, spawn: str,
     timeout: float,
 ) -> SelftestRow:  # fmt: skip
     started = time.monotonic()
+    results: list[CaseResult] = []
     if quick:
-        # The reference runtime at exactly the cases that catch the chosen variants.
-        cases = list(dict.fromkeys(case for v in chosen for case in v.quick))
+        # The reference runtime at exactly the cases that catch the chosen
+        # variants, on their backend and drive.
+        cases = list(dict.fromkeys((c, v.backend, v.drive) for v in chosen for c in v.quick))
         results = _in_parallel(
-            [partial(_quick_case, case, None, timeout, workdir / str(i), spawn)
-             for i, case in enumerate(cases)],
+            [partial(_quick_case, case, None, timeout, workdir / str(i), spawn, backend, drive)
+             for i, (case, backend, drive) in enumerate(cases)],
             jobs,
         )  # fmt: skip
     else:
-        # Every bundled scenario under every fault.
-        explored = api.explore_paths([api.bundled_scenarios()], jobs=jobs, timeout=timeout,
-                                     workdir=workdir, spawn=spawn, faults=FAULTS)  # fmt: skip
-        results = list(explored.results)
+        # Every bundled scenario under every fault, in every configuration.
+        for number, (backend, drive) in enumerate(_configurations(chosen)):
+            explored = api.explore_paths(
+                [api.bundled_scenarios()], jobs=jobs, timeout=timeout,
+                workdir=workdir / str(number), spawn=spawn,
+                faults=api.parse_faults("all", drive=drive), backend=backend, drive=drive,
+            )  # fmt: skip
+            # A fault a backend cannot be tested with is listed by explore, not failed.
+            results += [r for r in explored.results if r.verdict != "unsupported"]
     stage: Stage = "quick" if quick else "explore"
     return judge_reference(results, stage=stage, seconds=time.monotonic() - started)
 

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from faultlab.lab.api import bundled_scenarios
+from faultlab.lab.api import DRIVES, bundled_scenarios
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.model import GUARANTEES
 from faultlab.probe import FAULTS, ProbeError, parse_occurrence
+from faultlab.scenario import BACKENDS
 
 __all__ = ["QuickCase", "Zoo", "ZooVariant", "default_zoo_path", "load_zoo"]
 
@@ -47,6 +48,8 @@ class ZooVariant:
     quick: tuple[QuickCase, ...]  # what --quick runs: the documented catching cases
     timeout: float = 60.0
     fuzz_examples: int | None = None  # a fuzz campaign for the fuzz stage, if any
+    backend: str | None = None  # run with --backend (None: each scenario's own)
+    drive: str = "classic"  # "acp": the variant is an ACP agent (docs/acp.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +122,13 @@ class _Fields:
         return value
 
 
+def _acp_faults() -> tuple[str, ...]:
+    # Imported only for an ACP variant: the ACP drive imports the SDK (slow).
+    from faultlab.lab.acpdrive import ACP_FAULTS
+
+    return ACP_FAULTS
+
+
 def _scenario(fields: _Fields, field: str, name: str) -> Path:
     for base in (bundled_scenarios(), fields.path.parent):
         candidate = (base / name).resolve()
@@ -143,7 +153,10 @@ def _fuzz(fields: _Fields) -> int | None:
 def _variant(path: Path, index: int, table: Any) -> ZooVariant:
     if not isinstance(table, dict):
         raise LabUsageError(f"{path}: variant {index}: must be a table")
-    known = {"name", "script", "bug", "expect", "scenarios", "faults", "quick", "timeout", "fuzz"}
+    known = {
+        "name", "script", "bug", "expect", "scenarios", "faults", "quick", "timeout", "fuzz",
+        "backend", "drive",
+    }  # fmt: skip
     name = table.get("name")
     fields = _Fields(path, f"variant {name if isinstance(name, str) else index}", table, known)
     name = fields.text("name")
@@ -155,15 +168,23 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         if code not in GUARANTEES:
             fields.fail("expect", f"unknown code {code!r}")
     scenarios = tuple(_scenario(fields, "scenarios", s) for s in fields.texts("scenarios"))
+    backend = table.get("backend")
+    if backend is not None and backend not in BACKENDS:
+        fields.fail("backend", f"unknown backend {backend!r} (backends: {', '.join(BACKENDS)})")
+    drive = table.get("drive", "classic")
+    if drive not in DRIVES:
+        fields.fail("drive", f"unknown drive {drive!r} (drives: {', '.join(DRIVES)})")
+    # The faults a drive can inject (the ACP drive has its own three).
+    possible = _acp_faults() if drive == "acp" else FAULTS
     faults_value = table.get("faults", "all")
-    faults: tuple[str, ...] = FAULTS
+    faults: tuple[str, ...] = possible
     if faults_value == "all":
         pass
     else:
         faults = fields.texts("faults")
         for fault in faults:
-            if fault not in FAULTS:
-                fields.fail("faults", f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
+            if fault not in possible:
+                fields.fail("faults", f"unknown fault {fault!r} (faults: {', '.join(possible)})")
     quick_value = table.get("quick")
     if not isinstance(quick_value, list) or not quick_value:
         fields.fail("quick", "required, a non-empty list of { scenario, at, fault } tables")
@@ -178,8 +199,8 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         except ProbeError as exc:
             inner.fail("at", str(exc))
         fault = str(item.get("fault", "sigkill"))
-        if fault not in FAULTS:
-            inner.fail("fault", f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
+        if fault not in possible:
+            inner.fail("fault", f"unknown fault {fault!r} (faults: {', '.join(possible)})")
         scenario = _scenario(inner, "scenario", inner.text("scenario"))
         quick.append(QuickCase(scenario, f"{boundary}#{n}", fault))
     timeout = fields.positive("timeout", 60.0)
@@ -193,6 +214,8 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         quick=tuple(quick),
         timeout=float(timeout or 60.0),
         fuzz_examples=_fuzz(fields),
+        backend=backend,
+        drive=drive,
     )
 
 

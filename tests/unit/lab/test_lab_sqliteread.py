@@ -113,5 +113,5 @@ def test_stores_find_the_log_of_either_backend(tmp_path: Path) -> None:
     with pytest.raises(LabUsageError, match="unknown backend 'nope'"):
         store_for("nope")
     store = store_for("sqlite")
-    assert set(store.unsupported) == {"power-loss", "torn-write"}
+    assert set(store.unsupported) == {"power-loss", "torn-write", "corrupt-committed"}
     assert store_for("jsonl").unsupported == {}

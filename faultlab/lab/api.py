@@ -2,6 +2,7 @@
 # validates its arguments and returns values; nothing here prints or exits.
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -105,9 +106,10 @@ def reference_run(
 def run_single(
     scenario: str, occurrence: str, *, fault: str = "sigkill", policy: str | None = None,
     target: Sequence[str] | str | None = None, timeout: float = 60.0, workdir: Path,
-    spawn: str = "fork",
+    spawn: str = "fork", check_determinism: bool = False,
 ) -> CaseResult:  # fmt: skip
-    """Run one case: the reference run, then `occurrence` killed with `fault`."""
+    """Run one case: the reference run, then `occurrence` killed with `fault`
+    (`check_determinism`: then both again, adding NONDETERMINISTIC if they differ)."""
     if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
         occurrence, fault = COVERAGE, "reference"
     else:
@@ -128,7 +130,15 @@ def run_single(
                 f"fault {fault!r} does not apply at {occurrence} in {Path(scenario).name} "
                 f"(it applies at: {where}{more})"
             )
-    return run_one(case, reference, options)
+    result = run_one(case, reference, options)
+    if not check_determinism:
+        return result
+    from faultlab.lab.determinism import check_determinism as rerun_and_compare
+
+    violation = rerun_and_compare(case, reference, result, options, workdir=workdir / "again")
+    if violation is None:
+        return result
+    return dataclasses.replace(result, verdict="fail", violations=(*result.violations, violation))
 
 
 def explore_paths(

@@ -110,7 +110,7 @@ def _tools(draw: st.DrawFn, limits: Limits) -> tuple[ToolSpec, ...]:
         nested = tuple(NestedCall(c.tool, c.arguments) for c in calls)
         tools.append(_named(spec, f"{_kind(spec)}{index}", calls=nested))
     for spec in list(tools):
-        if spec.effect == "ledger" and not spec.idempotent and draw(st.booleans()):
+        if spec.effect == "ledger" and not spec.idempotent:
             observer = ToolSpec(
                 name=f"verify_{spec.name}", read_only=True, result="checked",
                 observes=spec.name,

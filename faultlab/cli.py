@@ -501,6 +501,8 @@ class _FuzzProgress:
 @click.option("--check-determinism", is_flag=True,
               help="Run every example twice and compare (else only a failing one).")  # fmt: skip
 @click.option("--shard", callback=_shard, metavar="K/N", help="Run only shard K of N.")
+@click.option("--stream-size", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Examples per stream (the unit of --jobs and --shard).")  # fmt: skip
 @_timeout
 @_json
 @_report_dir
@@ -508,8 +510,8 @@ class _FuzzProgress:
 @_guarded
 def fuzz(
     examples: int, seed: int | None, policy: str | None, target: str | None, jobs: int,
-    faults: str, check_determinism: bool, shard: Any, timeout: float, as_json: bool,
-    report_dir: Path, spawn: str,
+    faults: str, check_determinism: bool, shard: Any, stream_size: int, timeout: float,
+    as_json: bool, report_dir: Path, spawn: str,
 ) -> int:  # fmt: skip
     """Generate scenarios and kill points with Hypothesis; shrink any failure.
 
@@ -536,7 +538,7 @@ def fuzz(
             policy=policy, target=target, examples=examples, seed=campaign_seed,
             faults=fault_names, jobs=jobs, shard=shard, check_determinism=check_determinism,
             timeout=timeout, workdir=work, database=report_dir / "fuzz-db", spawn=spawn,
-            progress=_FuzzProgress(),
+            stream_size=stream_size, progress=_FuzzProgress(),
         )  # fmt: skip
         info = RunInfo(new_run_id(), tuple(sys.argv), made.command if target else None, policy,
                        timeout, spawn)  # fmt: skip
@@ -561,3 +563,42 @@ def fuzz(
     if as_json:
         _emit_json({**summary, "report": str(report)})
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+@main.group()
+def report() -> None:
+    """Work with reports."""
+
+
+@report.command("merge")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_report_dir
+@click.option("--allow-partial", is_flag=True, help="Merge even if some shards are missing.")
+@_json
+@_guarded
+def report_merge(
+    reports: tuple[Path, ...], report_dir: Path, allow_partial: bool, as_json: bool
+) -> int:
+    """Merge shard reports (run directories) into one new report.
+
+    The shards of one `explore --shard K/N` or `fuzz --shard K/N` run give
+    the report of the unsharded run: summary, cases in order, JUnit, matrix,
+    failures.  Exit 1 when the merged run has violations.
+    """
+    from faultlab.lab.merge import merge_reports
+    from faultlab.lab.report import new_run_id
+
+    for path in reports:
+        if not path.is_dir():
+            raise UserError(f"{path}: no such report directory")
+    merged = merge_reports(
+        list(reports), report_dir=report_dir, run_id=new_run_id(), argv=tuple(sys.argv),
+        allow_partial=allow_partial,
+    )  # fmt: skip
+    summary = merged.summary
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(summary["counts"].items()))
+    _say(f"merged {len(summary['merged'])} report(s): {summary['cases']} case(s): {tally}")
+    _say(f"report: {merged.path}")
+    if as_json:
+        _emit_json({**summary, "report": str(merged.path)})
+    return EXIT_OK if merged.passed else EXIT_VIOLATIONS

@@ -5,7 +5,8 @@
 # same boundaries in the same order:
 # - parallel-safe tools sleep 0 or 30 ms (well separated, so the finishing
 #   order of a parallel group does not depend on the machine's load) and make
-#   no nested calls; other tools sleep 0-2 ms;
+#   no nested calls; other tools sleep 0-2 ms; the pool is large enough that
+#   no call of a group with a sleeper waits for a slot;
 # - nested calls only go to tools defined earlier (no cycles);
 # - observer tools (read-only, `observes`) verify a non-idempotent tool;
 # - a careful model branches after repair: it verifies an unknown outcome of a
@@ -198,8 +199,30 @@ def _scenario(draw: st.DrawFn, limits: Limits) -> Scenario:
         turns=turns,
         tools=tools,
         policy=cast(Policy, draw(st.sampled_from(limits.policies))),
-        max_parallel_tools=draw(st.integers(1, 4)),
+        max_parallel_tools=max(draw(st.integers(1, 4)), _unqueued(turns, tools)),
     )
+
+
+def _unqueued(turns: Sequence[Turn], tools: Sequence[ToolSpec]) -> int:
+    """The pool size that starts every call of a parallel group with a sleeping
+    tool at once: a call queued behind a sleeping one would make its own
+    checkpoint flush race the sleeper's timer (the order of their boundaries
+    would depend on how long fsync takes)."""
+    by_name = {t.name: t for t in tools}
+    needed = 1
+    for step in (step for turn in turns for step in turn.steps):
+        contents: list[Step | Branch] = [step, *step.branches]
+        for content in contents:
+            group: list[ToolSpec] = []
+            for call in (*content.tool_calls, None):
+                spec = by_name[call.tool] if call is not None else None
+                if spec is not None and spec.parallel_safe:
+                    group.append(spec)
+                    continue
+                if any(t.latency_ms for t in group):
+                    needed = max(needed, len(group))
+                group = []
+    return needed
 
 
 def scenario_shapes(limits: Limits) -> st.SearchStrategy[Scenario]:

@@ -22,7 +22,7 @@ from faultlab.lab.explore import (
 )
 from faultlab.lab.model import Case, CaseResult
 from faultlab.lab.runner import LabOptions, Reference, run_reference
-from faultlab.lab.target import Target, command_target, reference_target
+from faultlab.lab.target import Target, check_executable, command_target, reference_target
 from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import POLICIES, Scenario, load_scenario
 
@@ -60,6 +60,7 @@ def make_target(*, policy: str | None = None, target: Sequence[str] | str | None
         return command_target(target, policy)
     if not target:
         raise LabUsageError("target: empty command")
+    check_executable(target[0])
     return Target(tuple(target), policy, reference=False)
 
 

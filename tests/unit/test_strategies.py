@@ -85,13 +85,23 @@ def test_every_shape_is_generated(careful: bool | None) -> None:
     assert wanted <= seen
 
 
-def test_parallel_safe_tools_sleep_well_separated_times_and_call_nothing() -> None:
+def test_parallel_groups_are_repeatable() -> None:
     @settings(max_examples=200, database=None, suppress_health_check=list(HealthCheck))
     @given(fs.scenarios(max_tools=5))
     def check(scenario: Scenario) -> None:
         for tool in scenario.tools:
             if tool.parallel_safe:
                 assert tool.latency_ms in (0, 30) and not tool.calls
+        for step in (step for turn in scenario.turns for step in turn.steps):
+            group: list[int] = []  # latencies of a run of parallel-safe calls
+            for call in (*step.tool_calls, None):
+                tool = scenario.tool(call.tool) if call is not None else None
+                if tool is not None and tool.parallel_safe:
+                    group.append(tool.latency_ms)
+                    continue
+                if any(group):  # a sleeper: no call of its group waits for a pool slot
+                    assert len(group) <= scenario.max_parallel_tools
+                group = []
 
     check()
 

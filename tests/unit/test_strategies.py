@@ -28,7 +28,7 @@ from faultlab.scenario import (
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fs.scenarios(max_turns=3, max_tools=4))
 def test_generated_scenarios_round_trip_through_toml(scenario: Scenario) -> None:
     text = dump_scenario(scenario)
@@ -74,7 +74,7 @@ CAREFUL_ONLY = ("careful model", "verification branch")
 def test_every_shape_is_generated(careful: bool | None) -> None:
     seen: set[str] = set()
 
-    @settings(max_examples=300, database=None, derandomize=True, phases=[Phase.generate],
+    @settings(max_examples=150, database=None, derandomize=True, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(fs.scenarios(max_tools=4, careful=careful))
     def collect(scenario: Scenario) -> None:
@@ -86,7 +86,7 @@ def test_every_shape_is_generated(careful: bool | None) -> None:
 
 
 def test_parallel_groups_are_repeatable() -> None:
-    @settings(max_examples=200, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=100, database=None, suppress_health_check=list(HealthCheck))
     @given(fs.scenarios(max_tools=5))
     def check(scenario: Scenario) -> None:
         for tool in scenario.tools:

@@ -228,6 +228,8 @@ def _run_stream(
         if campaign.stopped(stream):
             raise _Stopped
         result = run_one(generated.case, generated.reference, stream_options)
+        if campaign.interrupted:  # its children were killed under it: not a verdict
+            raise _Stopped
         shrinking = bool(first_failure)
         if not shrinking:
             violation = None

@@ -299,10 +299,13 @@ def explore(
 @_spawn
 @_backend
 @_drive
+@click.option("--check-determinism", is_flag=True,
+              help="Run the case twice; NONDETERMINISTIC if the runs differ.")  # fmt: skip
 @_guarded
 def run(
     scenario: Path, occurrence: str, fault: str, policy: str | None, target: str | None,
     timeout: float, as_json: bool, spawn: str, backend: str | None, drive: str,
+    check_determinism: bool,
 ) -> int:  # fmt: skip
     """Run one case and show its timeline."""
     from faultlab.lab import api
@@ -320,6 +323,7 @@ def run(
             spawn=spawn,
             backend=backend,
             drive=drive,
+            check_determinism=check_determinism,
         )
         _say(f"case {result.case.id}: {result.verdict.upper()} in {result.seconds:.2f}s")
         trace_path = Path(result.artifacts.get("trace", ""))
@@ -547,3 +551,140 @@ def selftest(
     if as_json:
         _emit_json(result.to_json())
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+class _FuzzProgress:
+    """One line on a terminal; a line per tenth of the examples elsewhere."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.shown: tuple[int, int, str] | None = None
+
+    def __call__(self, p: Any) -> None:
+        shrinking = f", shrinking ({p.shrink_runs} run(s))" if p.shrink_runs else ""
+        line = f"[{p.done}/{p.total}] example(s), {p.failing} failing{shrinking}"
+        if self.tty:
+            click.echo(f"\r\x1b[K{line}", err=True, nl=p.phase == "done")
+            return
+        step = max(1, p.total // 10)
+        mark = (p.done // step, p.shrink_runs // 25, p.phase)
+        if mark != self.shown:
+            self.shown = mark
+            _say(line)
+
+
+@main.command()
+@click.option("--examples", "-n", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Examples (scenario x kill point x fault) to generate.")  # fmt: skip
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="Campaign seed (default: a random one, printed).")  # fmt: skip
+@_policy
+@_target
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Streams of examples run in parallel.")  # fmt: skip
+@click.option("--faults", default="sigkill", show_default=True, metavar="LIST|all",
+              help="Comma-separated faults to inject, or all.")  # fmt: skip
+@click.option("--check-determinism", is_flag=True,
+              help="Run every example twice and compare (else only a failing one).")  # fmt: skip
+@click.option("--shard", callback=_shard, metavar="K/N", help="Run only shard K of N.")
+@click.option("--stream-size", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Examples per stream (the unit of --jobs and --shard).")  # fmt: skip
+@_timeout
+@_json
+@_report_dir
+@_spawn
+@_guarded
+def fuzz(
+    examples: int, seed: int | None, policy: str | None, target: str | None, jobs: int,
+    faults: str, check_determinism: bool, shard: Any, stream_size: int, timeout: float,
+    as_json: bool, report_dir: Path, spawn: str,
+) -> int:  # fmt: skip
+    """Generate scenarios and kill points with Hypothesis; shrink any failure.
+
+    A failure is written under the report directory as a scenario TOML, a
+    standalone pytest regression test and a replay command.  Failing examples
+    are kept in REPORT_DIR/fuzz-db and replayed first by the next campaign.
+    """
+    import secrets
+
+    from faultlab.lab import api
+    from faultlab.lab.fuzz import fuzz_campaign
+    from faultlab.lab.fuzzreport import write_fuzz_report
+    from faultlab.lab.report import RunInfo, new_run_id
+
+    made = api.make_target(policy=policy, target=target)
+    fault_names = api.parse_faults(faults)
+    campaign_seed = secrets.randbelow(2**32) if seed is None else seed
+    _say(
+        f"fuzzing the {made.label}: {examples} example(s), seed {campaign_seed}, "
+        f"{jobs} job(s)" + (f", shard {shard}" if shard else "")
+    )
+    with api.workdir() as work:
+        result = fuzz_campaign(
+            policy=policy, target=target, examples=examples, seed=campaign_seed,
+            faults=fault_names, jobs=jobs, shard=shard, check_determinism=check_determinism,
+            timeout=timeout, workdir=work, database=report_dir / "fuzz-db", spawn=spawn,
+            stream_size=stream_size, progress=_FuzzProgress(),
+        )  # fmt: skip
+        info = RunInfo(new_run_id(), tuple(sys.argv), made.command if target else None, policy,
+                       timeout, spawn)  # fmt: skip
+        report = write_fuzz_report(result, info, report_dir)
+    summary = orjson.loads((report / "summary.json").read_bytes())
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(summary["counts"].items()))
+    verdict = "all guarantees held" if result.passed else "violations found"
+    _say(f"{len(result.examples)} example(s) in {result.seconds:.1f}s: {tally}: {verdict}")
+    if not result.examples:
+        _say("faultlab: nothing was checked (this shard has no examples): a failure, not a pass")
+    for finding in summary["findings"]:
+        how = "shrunk" if finding["shrunk"] else "NOT shrunk (nondeterministic)"
+        _say(f"FAIL {finding['id']} ({how}): {', '.join(finding['codes'])}")
+        for violation in next(
+            f.result.violations for f in result.findings if f.result.case.id == finding["id"]
+        ):
+            _say(f"  {violation.code} [{violation.guarantee}]: {violation.message}")
+        _say(f"  scenario:        {finding['scenario']}")
+        _say(f"  regression test: python -m pytest {finding['regressionTest']}")
+        _say(f"  replay:          {finding['replay']}")
+    _say(f"report: {report}")
+    if as_json:
+        _emit_json({**summary, "report": str(report)})
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+@main.group()
+def report() -> None:
+    """Work with reports."""
+
+
+@report.command("merge")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_report_dir
+@click.option("--allow-partial", is_flag=True, help="Merge even if some shards are missing.")
+@_json
+@_guarded
+def report_merge(
+    reports: tuple[Path, ...], report_dir: Path, allow_partial: bool, as_json: bool
+) -> int:
+    """Merge shard reports (run directories) into one new report.
+
+    The shards of one `explore --shard K/N` or `fuzz --shard K/N` run give
+    the report of the unsharded run: summary, cases in order, JUnit, matrix,
+    failures.  Exit 1 when the merged run has violations.
+    """
+    from faultlab.lab.merge import merge_reports
+    from faultlab.lab.report import new_run_id
+
+    for path in reports:
+        if not path.is_dir():
+            raise UserError(f"{path}: no such report directory")
+    merged = merge_reports(
+        list(reports), report_dir=report_dir, run_id=new_run_id(), argv=tuple(sys.argv),
+        allow_partial=allow_partial,
+    )  # fmt: skip
+    summary = merged.summary
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(summary["counts"].items()))
+    _say(f"merged {len(summary['merged'])} report(s): {summary['cases']} case(s): {tally}")
+    _say(f"report: {merged.path}")
+    if as_json:
+        _emit_json({**summary, "report": str(merged.path)})
+    return EXIT_OK if merged.passed else EXIT_VIOLATIONS

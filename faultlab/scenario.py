@@ -26,6 +26,7 @@ __all__ = [
     "ToolCallSpec",
     "ToolSpec",
     "Turn",
+    "dump_scenario",
     "load_scenario",
     "parse_scenario",
 ]
@@ -181,6 +182,14 @@ def parse_scenario(text: str, *, path: str = "<scenario>") -> Scenario:
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
     return parse(text, path=path)
+
+
+def dump_scenario(scenario: Scenario) -> str:
+    """Scenario TOML text that `parse_scenario` reads back to an equal scenario
+    (but its `path`); ValueError when a value cannot be written."""
+    from faultlab._scenario_write import dump
+
+    return dump(scenario)
 
 
 def load_scenario(path: str | Path) -> Scenario:

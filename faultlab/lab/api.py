@@ -2,6 +2,7 @@
 # validates its arguments and returns values; nothing here prints or exits.
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -23,7 +24,7 @@ from faultlab.lab.model import Case, CaseResult
 from faultlab.lab.runner import LabOptions, Reference, run_reference
 from faultlab.lab.scratch import scratch_root
 from faultlab.lab.stores import store_for
-from faultlab.lab.target import Target, command_target, reference_target
+from faultlab.lab.target import Target, check_executable, command_target, reference_target
 from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import POLICIES, Scenario, load_scenario
 
@@ -67,6 +68,7 @@ def make_target(
         return command_target(target, policy, backend)
     if not target:
         raise LabUsageError("target: empty command")
+    check_executable(target[0])
     return Target(tuple(target), policy, False, backend)
 
 
@@ -139,13 +141,17 @@ def run_single(
     scenario: str, occurrence: str, *, fault: str = "sigkill", policy: str | None = None,
     target: Sequence[str] | str | None = None, timeout: float = 60.0, workdir: Path,
     spawn: str = "fork", backend: str | None = None, drive: str = "classic",
+    check_determinism: bool = False,
 ) -> CaseResult:  # fmt: skip
-    """Run one case: the reference run, then `occurrence` killed with `fault`."""
+    """Run one case: the reference run, then `occurrence` killed with `fault`
+    (`check_determinism`: then both again, adding NONDETERMINISTIC if they differ)."""
     _check_drive(drive)
     if drive == "acp":
         from faultlab.lab.acpexplore import acp_options, run_single_acp
 
         _check_acp_backend(backend)
+        if check_determinism:
+            raise LabUsageError("--check-determinism works with --drive classic only")
         acp = acp_options(
             workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
         )
@@ -177,7 +183,15 @@ def run_single(
                 f"fault {fault!r} does not apply at {occurrence} in {Path(scenario).name} "
                 f"(it applies at: {where}{more})"
             )
-    return run_one(case, reference, options)
+    result = run_one(case, reference, options)
+    if not check_determinism:
+        return result
+    from faultlab.lab.determinism import check_determinism as rerun_and_compare
+
+    violation = rerun_and_compare(case, reference, result, options, workdir=workdir / "again")
+    if violation is None:
+        return result
+    return dataclasses.replace(result, verdict="fail", violations=(*result.violations, violation))
 
 
 def explore_paths(

@@ -31,6 +31,7 @@ __all__ = [
     "parse_shard",
     "plan_cases",
     "run_one",
+    "tidy_passed",
 ]
 
 COVERAGE = "coverage"  # the occurrence name of a scenario's coverage check
@@ -173,14 +174,19 @@ def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult
     return run_fault_case(case, reference, options)
 
 
-def _run_and_tidy(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
-    """run_one, then remove the case's directory if it passed: only a failure's
-    artifacts are reported, and a long exploration must not fill the scratch
-    space (faultlab/lab/scratch.py) with thousands of passing cases."""
-    result = run_one(case, reference, options)
+def tidy_passed(result: CaseResult, workdir: Path) -> None:
+    """Remove a passing case's directory (if it lies under `workdir`): only a
+    failure's artifacts are reported, and a long exploration or fuzz campaign
+    must not fill the scratch space (faultlab/lab/scratch.py) with thousands
+    of passing cases."""
     where = result.artifacts.get("dir")
-    if result.passed and where is not None and Path(where).is_relative_to(options.workdir):
+    if result.passed and where is not None and Path(where).is_relative_to(workdir):
         shutil.rmtree(where, ignore_errors=True)
+
+
+def _run_and_tidy(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    result = run_one(case, reference, options)
+    tidy_passed(result, options.workdir)
     return result
 
 

@@ -68,6 +68,11 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "BOUNDARY_NOT_REACHED": ("coverage", "a boundary the scenario declares was never reached"),
     "EXPECTATION_FAILED": ("expect", "a per-boundary expectation of the scenario did not hold"),
     "RESUME_FAILED": ("recovery", "the target could not repair or resume the crashed session"),
+    "NONDETERMINISTIC": (
+        "lab",
+        "two runs of the same case differed (log, ledger or trace, times and ids normalised): "
+        "the target depends on the clock, randomness or scheduling",
+    ),
     "DRIFT": ("lab", "the crash run did not reach its kill point the way the reference did"),
     "CHILD_HUNG": ("lab", "the target neither reached its kill point nor exited in time"),
     "REFERENCE_FAILED": ("lab", "the fault-free run of the scenario did not complete"),

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +70,14 @@ def command_target(command: str, policy: str | None = None, backend: str | None 
         raise LabUsageError(f"--target {command!r}: {exc}") from None
     if not parts:
         raise LabUsageError("--target: empty command")
+    check_executable(parts[0])
     return Target(parts, policy, False, backend)
+
+
+def check_executable(program: str) -> None:
+    """A target whose program cannot be run is a usage error, not a crash later."""
+    if shutil.which(program) is None:
+        raise LabUsageError(f"--target: {program!r} is not an executable program (nor on PATH)")
 
 
 def session_files(session_dir: Path) -> tuple[Path, Path]:

@@ -101,3 +101,25 @@ def test_no_child_outlives_an_interrupted_exploration(
     # SIGKILL gives the lab no chance to clean up: the children notice that
     # their probe pipe closed and leave on their own, within a moment.
     assert gone(str(tmp_path), within=10) == []
+
+
+def test_no_child_outlives_an_interrupted_fuzz_campaign(tmp_path: Path) -> None:
+    (tmp_path / "tmp").mkdir()
+    lab = subprocess.Popen(
+        [sys.executable, "-m", "faultlab", "fuzz", "--examples", "300", "--jobs", "2",
+         "--seed", "1", "--report-dir", str(tmp_path / "reports")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+    )  # fmt: skip
+    try:
+        wait_for_child(str(tmp_path))
+        time.sleep(0.5)  # well into the campaign: both streams running
+        lab.send_signal(signal.SIGINT)
+        _out, err = lab.communicate(timeout=60)
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+            lab.wait(10)
+    assert lab.returncode == 130, err
+    assert b"interrupted" in err and b"Traceback" not in err
+    assert gone(str(tmp_path), within=10) == []

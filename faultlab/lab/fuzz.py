@@ -37,6 +37,7 @@ from faultlab.lab.spawn import kill_all
 from faultlab.probe import FAULTS
 
 __all__ = [
+    "SELFTEST_SEED",
     "Example",
     "Finding",
     "FuzzProgress",
@@ -44,6 +45,7 @@ __all__ = [
     "FuzzSettings",
     "fuzz",
     "fuzz_campaign",
+    "selftest_campaign",
     "shard_streams",
     "streams",
 ]
@@ -359,3 +361,26 @@ def fuzz_campaign(
     )  # fmt: skip
     options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
     return fuzz(options, fuzz_settings, progress=progress)
+
+
+# The seed of selftest campaigns: fixed, so that `faultlab selftest` judges the
+# same examples on every run (a false alarm it finds can be replayed).
+SELFTEST_SEED = 20261130
+
+
+def selftest_campaign(
+    *, target: Sequence[str] | None, examples: int, timeout: float, workdir: Path, jobs: int,
+) -> list[CaseResult]:  # fmt: skip
+    """The fuzz stage of `faultlab selftest` (faultlab/lab/selftest.py): a
+    campaign of `examples` generated cases under every fault, seeded with
+    SELFTEST_SEED, on `target` (None: the reference runtime); the verdict of
+    every example (a failure is shrunk first: the smallest one is the finding)."""
+    from faultlab.probe import FAULTS
+
+    result = fuzz_campaign(
+        target=target, examples=examples, seed=SELFTEST_SEED, faults=FAULTS, jobs=jobs,
+        timeout=timeout, workdir=workdir,
+    )  # fmt: skip
+    return [example.result for example in result.examples] + [
+        finding.result for finding in result.findings
+    ]

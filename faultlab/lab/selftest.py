@@ -8,7 +8,7 @@
 #
 # A fuzz stage plugs in through `fuzz_campaign()`: a build whose
 # `faultlab.lab.fuzz` module defines
-#     selftest_campaign(scenarios, *, target, examples, timeout, workdir, jobs)
+#     selftest_campaign(*, target, examples, timeout, workdir, jobs)
 #         -> Sequence[CaseResult]
 # (target None: the reference runtime) gets its results judged like an
 # exploration's, for the variants whose registry entry has `fuzz` and for the
@@ -216,8 +216,10 @@ def _fuzz_row(
     if campaign is None:
         return _not_available(name, expected, examples)
     started = time.monotonic()
-    results = campaign(list(scenarios), target=target, examples=examples, timeout=timeout,
-                       workdir=workdir, jobs=jobs)  # fmt: skip
+    # Hypothesis generates its own scenarios: `scenarios` only labels the row.
+    del scenarios
+    results = campaign(target=target, examples=examples, timeout=timeout, workdir=workdir,
+                       jobs=jobs)  # fmt: skip
     seconds = time.monotonic() - started
     if name == REFERENCE:
         return judge_reference(results, stage="fuzz", seconds=seconds)
@@ -245,7 +247,7 @@ def _quick_case(
 ) -> CaseResult:  # fmt: skip
     return api.run_single(str(case.scenario), case.at, fault=case.fault, target=target,
                           timeout=timeout, workdir=workdir, spawn=spawn, backend=backend,
-                          drive=drive)  # fmt: skip
+                          drive=drive, check_determinism=case.check_determinism)  # fmt: skip
 
 
 def _quick_variant(variant: ZooVariant, workdir: Path) -> SelftestRow:
@@ -307,9 +309,11 @@ def run_selftest(
                 add(row)
         else:
             for variant in chosen:
-                add(_explore_variant(variant, jobs, workdir / variant.name))
+                if variant.explore:
+                    add(_explore_variant(variant, jobs, workdir / variant.name))
         for variant in chosen:
-            if variant.fuzz_examples is not None:
+            # --quick: a variant's quick cases stand for its fuzz campaign too.
+            if variant.fuzz_examples is not None and not quick:
                 where = workdir / "fuzz" / variant.name
                 add(_fuzz_row(variant.name, variant.expect, variant.scenarios, _target(variant),
                               variant.fuzz_examples, variant.timeout, where, jobs))  # fmt: skip

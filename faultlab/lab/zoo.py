@@ -29,6 +29,8 @@ class QuickCase:
     scenario: Path
     at: str
     fault: str
+    # run the case twice and compare (faultlab run --check-determinism)
+    check_determinism: bool = False
 
     @property
     def id(self) -> str:
@@ -49,6 +51,9 @@ class ZooVariant:
     timeout: float = 60.0
     fuzz_examples: int | None = None  # a fuzz campaign for the fuzz stage, if any
     backend: str | None = None  # run with --backend (None: each scenario's own)
+    # False: exhaustive exploration cannot show the bug (it needs a second run of
+    # a case, say): the full selftest judges the variant by its fuzz stage only
+    explore: bool = True
     drive: str = "classic"  # "acp": the variant is an ACP agent (docs/acp.md)
 
 
@@ -155,7 +160,7 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         raise LabUsageError(f"{path}: variant {index}: must be a table")
     known = {
         "name", "script", "bug", "expect", "scenarios", "faults", "quick", "timeout", "fuzz",
-        "backend", "drive",
+        "backend", "drive", "explore",
     }  # fmt: skip
     name = table.get("name")
     fields = _Fields(path, f"variant {name if isinstance(name, str) else index}", table, known)
@@ -192,7 +197,8 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
     for number, item in enumerate(quick_value, start=1):
         if not isinstance(item, dict):
             fields.fail("quick", f"entry {number} must be a table")
-        inner = _Fields(path, f"{fields.where}: quick {number}", item, {"scenario", "at", "fault"})
+        inner = _Fields(path, f"{fields.where}: quick {number}", item,
+                        {"scenario", "at", "fault", "check_determinism"})  # fmt: skip
         at = inner.text("at")
         try:
             boundary, n = parse_occurrence(at)
@@ -202,8 +208,17 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         if fault not in possible:
             inner.fail("fault", f"unknown fault {fault!r} (faults: {', '.join(possible)})")
         scenario = _scenario(inner, "scenario", inner.text("scenario"))
-        quick.append(QuickCase(scenario, f"{boundary}#{n}", fault))
+        twice = item.get("check_determinism", False)
+        if not isinstance(twice, bool):
+            inner.fail("check_determinism", f"must be true or false, not {twice!r}")
+        quick.append(QuickCase(scenario, f"{boundary}#{n}", fault, twice))
     timeout = fields.positive("timeout", 60.0)
+    explore = table.get("explore", True)
+    if not isinstance(explore, bool):
+        fields.fail("explore", f"must be true or false, not {explore!r}")
+    fuzz_examples = _fuzz(fields)
+    if not explore and fuzz_examples is None:
+        fields.fail("explore", "false needs a fuzz campaign ({ examples = N }) to judge it")
     return ZooVariant(
         name=name,
         script=script,
@@ -213,9 +228,10 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         faults=tuple(faults),
         quick=tuple(quick),
         timeout=float(timeout or 60.0),
-        fuzz_examples=_fuzz(fields),
+        fuzz_examples=fuzz_examples,
         backend=backend,
         drive=drive,
+        explore=explore,
     )
 
 

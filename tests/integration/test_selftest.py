@@ -6,6 +6,7 @@
 # itself) or catches one with another code than the registry expects.
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import orjson
@@ -13,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from faultlab.cli import main
-from faultlab.lab.selftest import REFERENCE, run_selftest
+from faultlab.lab.selftest import REFERENCE, judge_reference, run_selftest
 from faultlab.lab.zoo import default_zoo_path, load_zoo
 
 VARIANTS = Path(__file__).resolve().parents[1] / "variants"
@@ -43,9 +44,21 @@ def test_the_quick_selftest_catches_every_variant_and_no_false_alarm(tmp_path: P
     catching = {(c, v.backend, v.drive) for v in zoo.variants for c in v.quick}
     assert rows[REFERENCE].cases == len(catching)
     assert result.passed and result.score == (len(zoo.variants), len(zoo.variants))
-    # No fuzz stage in this build: a neutral row, never counted as a catch.
+    # The reduced false-alarm fuzz campaign: every example passes.
     fuzz = [r for r in result.rows if r.stage == "fuzz"]
-    assert [(r.variant, r.status) for r in fuzz] == [(REFERENCE, "not-available")]
+    assert [(r.variant, r.status) for r in fuzz] == [(REFERENCE, "clean")]
+    assert fuzz[0].cases == zoo.reference_fuzz_quick_examples and fuzz[0].failing == 0
+
+
+def test_the_false_alarm_campaign_flags_a_broken_runtime(tmp_path: Path) -> None:
+    # The same campaign on a runtime without its request checkpoint: the fuzz
+    # row would not be "clean", so a clean row means something.
+    from faultlab.lab.fuzz import selftest_campaign
+
+    broken = [sys.executable, str(VARIANTS / "no_request_checkpoint.py")]
+    results = selftest_campaign(target=broken, examples=60, timeout=60, workdir=tmp_path, jobs=2)
+    row = judge_reference(results, stage="fuzz")
+    assert row.status == "false-alarm" and "REQUEST_ENVELOPE_LOST" in row.codes
 
 
 def test_selftest_exits_1_on_a_missed_variant_and_on_a_wrong_code(tmp_path: Path) -> None:

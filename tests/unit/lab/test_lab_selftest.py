@@ -53,6 +53,13 @@ def test_a_good_registry_resolves_scripts_scenarios_and_cases(tmp_path: Path) ->
         (("format = 1", "format = 2"), "top level: field 'format': must be 1"),
         (('name = "repair_says_safe"', 'name = "other"'), "field 'script':"),
         (('expect = ["UNSAFE_RETRY_GUIDANCE"]', "expect = []"), "'expect': required, a non-empty"),
+        (('bug = "b"', 'bug = "b"\nexplore = false'), "'explore': false needs a fuzz campaign"),
+        (('bug = "b"', 'bug = "b"\nexplore = "no"'), "'explore': must be true or false"),
+        (('bug = "b"', 'bug = "b"\nbackend = "csv"'), "'backend': unknown backend 'csv'"),
+        (('bug = "b"', 'bug = "b"\ndrive = "tcp"'), "'drive': unknown drive 'tcp'"),
+        (('bug = "b"', 'bug = "b"\ndrive = "acp"\nfaults = ["io-error"]'),
+         "field 'faults': unknown fault 'io-error' (faults: sigkill, sigterm, acp-cancel)"),
+        (('fault = "sigkill"', 'fault = "sigkill", check_determinism = 1'), "must be true or"),
     ],
 )
 def test_a_bad_registry_is_one_line_naming_the_field(
@@ -108,6 +115,7 @@ def test_the_reference_is_clean_only_when_every_case_passed() -> None:
     assert judge_reference([], stage="explore").status == "false-alarm"  # nothing checked
 
 
-def test_this_build_has_no_fuzz_stage() -> None:
-    # Issue 6 (faultlab fuzz) is not merged here: the hook reports it absent.
-    assert fuzz_campaign() is None
+def test_the_fuzz_stage_is_faultlab_fuzz() -> None:
+    from faultlab.lab.fuzz import selftest_campaign
+
+    assert fuzz_campaign() is selftest_campaign

@@ -52,11 +52,15 @@ class ForkedProcess:
 class ForkServer:
     """One fork server process and the connection to it."""
 
+    # The server's module (python -m MODULE FD) and what its children are.
+    module = "faultlab.runtime.forkserver"
+    what = "the fork server"
+
     def __init__(self, *, python: str = sys.executable) -> None:
         lab_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._process = subprocess.Popen(
-                [python, "-m", "faultlab.runtime.forkserver", str(server_end.fileno())],
+                [python, "-m", self.module, str(server_end.fileno())],
                 pass_fds=(server_end.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -86,26 +90,33 @@ class ForkServer:
         timeout: float = 30.0,
     ) -> ForkedProcess:
         """Fork a runtime child running `python -m faultlab.runtime *argv`."""
+        return self.request(argv, env=env, fds=(report_fd, reply_fd, stderr_fd), cwd=cwd,
+                            timeout=timeout)  # fmt: skip
+
+    def request(
+        self, argv: Sequence[str], *, env: Mapping[str, str], fds: Sequence[int],
+        cwd: str | None = None, timeout: float = 30.0,
+    ) -> ForkedProcess:  # fmt: skip
+        """Ask the server for a child running `argv` with `fds` (in the order the
+        server expects); return it once forked."""
         request_id = next(self._ids)
         ready = threading.Event()
         answer: list[Any] = []
         message = {"id": request_id, "argv": list(argv), "env": dict(env), "cwd": cwd}
         with self._lock:
             if self._closed:
-                raise ForkServerError("the fork server is closed")
+                raise ForkServerError(f"{self.what} is closed")
             self._pending[request_id] = (ready, answer)
             try:
-                socket.send_fds(
-                    self._sock, [orjson.dumps(message)], [report_fd, reply_fd, stderr_fd]
-                )
+                socket.send_fds(self._sock, [orjson.dumps(message)], list(fds))
             except OSError as exc:
                 del self._pending[request_id]
-                raise ForkServerError(f"the fork server is gone: {exc}") from None
+                raise ForkServerError(f"{self.what} is gone: {exc}") from None
         if not ready.wait(timeout):
-            raise ForkServerError(f"the fork server did not answer within {timeout:g}s")
+            raise ForkServerError(f"{self.what} did not answer within {timeout:g}s")
         reply = answer[0]
         if not isinstance(reply, ForkedProcess):
-            raise ForkServerError(f"the fork server could not fork: {reply.get('error')}")
+            raise ForkServerError(f"{self.what} could not fork: {reply.get('error')}")
         return reply
 
     def _read(self) -> None:

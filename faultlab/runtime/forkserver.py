@@ -22,6 +22,8 @@ import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import orjson
@@ -29,7 +31,7 @@ import orjson
 from faultlab.runtime import __main__ as entry
 from faultlab.scenario import Scenario, ScenarioError, load_scenario
 
-__all__ = ["serve"]
+__all__ = ["ForkChild", "fork_running", "serve", "serve_requests"]
 
 _MAX_MESSAGE = 1 << 20
 _FD_ORDER = ("report", "reply", "stderr")
@@ -59,7 +61,7 @@ class _Scenarios:
 
 
 def _child(
-    request: dict[str, Any], fds: list[int], keep: set[int], scenario: Scenario | None
+    request: dict[str, Any], fds: list[int], keep: set[int], *, scenario: Scenario | None
 ) -> int:
     """Runs in the forked child: become a process group, keep only our fds, run."""
     os.setsid()
@@ -83,14 +85,17 @@ def _child(
     return entry.main(request["argv"], scenario=scenario)
 
 
-def _fork(request: dict[str, Any], fds: list[int], keep: set[int], scenarios: _Scenarios) -> int:
-    argv = request["argv"]
-    scenario = scenarios.get(argv[0]) if argv else None
+ForkChild = Callable[[dict[str, Any], list[int], set[int]], int]
+
+
+def fork_running(child: ForkChild, request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
+    """Fork; the child runs `child(request, fds, keep)` and leaves with its exit
+    code, never returning here; the parent closes the fds it handed over."""
     pid = os.fork()
     if pid == 0:
         code = 3
         try:
-            code = _child(request, fds, keep, scenario)
+            code = child(request, fds, keep)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 2
         except BaseException:
@@ -112,12 +117,11 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> bool:
     return True
 
 
-def serve(fd: int) -> None:
+def serve_requests(fd: int, fd_order: Sequence[str], fork: ForkChild) -> None:
+    """The server loop on the lab's socket `fd`: each request brings
+    `len(fd_order)` fds and is answered with the pid `fork` returns; exits are
+    reaped and reported; returns when the lab goes away."""
     sock = socket.socket(fileno=fd)
-    entry.warm_up()
-    # Objects that exist now live as long as the server: keep the collector
-    # off them, so children do not copy their pages just to scan them.
-    gc.freeze()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -127,7 +131,6 @@ def serve(fd: int) -> None:
     selector.register(sock, selectors.EVENT_READ, "lab")
     selector.register(wake_r, selectors.EVENT_READ, "child")
     keep = {fd, wake_r, wake_w, selector.fileno()}  # the child closes these
-    scenarios = _Scenarios()
     while True:
         for key, _mask in selector.select():
             if key.data == "child":
@@ -140,24 +143,39 @@ def serve(fd: int) -> None:
                 _reap(sock)
                 continue
             try:
-                data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MESSAGE, len(_FD_ORDER))
+                data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MESSAGE, len(fd_order))
             except OSError:
                 data, fds = b"", []
             if not data:
                 return  # the lab went away
             request = orjson.loads(data)
-            if len(fds) != len(_FD_ORDER):
+            if len(fds) != len(fd_order):
                 for received in fds:
                     os.close(received)
-                _send(sock, {"failed": request.get("id"), "error": "expected 3 fds"})
+                _send(sock, {"failed": request.get("id"), "error": f"expected {len(fd_order)} fds"})
                 continue
             try:
-                pid = _fork(request, fds, keep, scenarios)
+                pid = fork(request, fds, keep)
             except OSError as exc:
                 _send(sock, {"failed": request.get("id"), "error": str(exc)})
                 continue
             _send(sock, {"spawned": request["id"], "pid": pid})
             _reap(sock)
+
+
+def serve(fd: int) -> None:
+    entry.warm_up()
+    # Objects that exist now live as long as the server: keep the collector
+    # off them, so children do not copy their pages just to scan them.
+    gc.freeze()
+    scenarios = _Scenarios()
+
+    def fork(request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
+        argv = request["argv"]
+        scenario = scenarios.get(argv[0]) if argv else None
+        return fork_running(partial(_child, scenario=scenario), request, fds, keep)
+
+    serve_requests(fd, _FD_ORDER, fork)
 
 
 def _reap(sock: socket.socket) -> None:

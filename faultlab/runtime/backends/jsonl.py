@@ -4,7 +4,6 @@
 # (temp + fsync + link + directory fsync) and an exclusive writer lock.
 from __future__ import annotations
 
-import fcntl
 import itertools
 import os
 import time
@@ -17,11 +16,11 @@ from faultlab.runtime.backends.base import (
     LoadedLog,
     SessionCorruptError,
     SessionExistsError,
-    SessionLockedError,
     SessionMissingError,
     SessionSummary,
 )
 from faultlab.runtime.backends.jsonl_format import encode_events, encode_header, read_log
+from faultlab.runtime.backends.writerlock import InjectedFailures, take_writer_lock
 from faultlab.runtime.events import Event
 
 __all__ = ["LOG_NAME", "JsonlBackend"]
@@ -54,7 +53,7 @@ class JsonlBackend:
         self._written_size = 0
         self._synced_size = 0
         self._synced_seq = 0
-        self._armed: dict[str, int] = {}
+        self._injected = InjectedFailures()
 
     @property
     def location(self) -> str:
@@ -86,20 +85,7 @@ class JsonlBackend:
         return loaded
 
     def _lock(self) -> None:
-        lock_path = self.directory / LOCK_NAME
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
-            raise SessionLockedError(
-                f"{self.path}: session is locked by another live writer (pid {holder}); "
-                "refusing to open a second writer"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
+        self._lock_fd = take_writer_lock(self.directory / LOCK_NAME, self.path)
 
     def _create(self, session_id: str) -> LoadedLog:
         header = encode_header(session_id, time.time())
@@ -206,14 +192,10 @@ class JsonlBackend:
             PROBE.fact("truncate", file=str(self.path), size=self._synced_size)
 
     def arm_failure(self, op: str, errno_: int) -> None:
-        if op not in ("write", "sync"):
-            raise ValueError(f"op must be 'write' or 'sync', not {op!r}")
-        self._armed[op] = errno_
+        self._injected.arm(op, errno_)
 
     def _maybe_fail(self, op: str) -> None:
-        code = self._armed.pop(op, None)
-        if code is not None:
-            raise OSError(code, f"{os.strerror(code)} (injected)", str(self.path))
+        self._injected.maybe_fail(op, self.path)
 
     # -- reading and closing ----------------------------------------------
 

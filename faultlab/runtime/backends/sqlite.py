@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import errno
-import fcntl
 import itertools
 import os
 import sqlite3
@@ -24,11 +23,11 @@ from faultlab.runtime.backends.base import (
     LoadedLog,
     SessionCorruptError,
     SessionExistsError,
-    SessionLockedError,
     SessionMissingError,
     SessionSummary,
 )
 from faultlab.runtime.backends.sqlite_format import SCHEMA, connect, decode_header, read_database
+from faultlab.runtime.backends.writerlock import InjectedFailures, take_writer_lock
 from faultlab.runtime.events import FORMAT_VERSION, Event
 
 __all__ = ["DB_NAME", "SqliteBackend"]
@@ -67,7 +66,7 @@ class SqliteBackend:
         self._lock_fd = -1
         self._next_seq = 0
         self._synced_seq = 0
-        self._armed: dict[str, int] = {}
+        self._injected = InjectedFailures()
 
     @property
     def location(self) -> str:
@@ -103,20 +102,7 @@ class SqliteBackend:
         return loaded
 
     def _lock(self) -> None:
-        lock_path = self.directory / LOCK_NAME
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
-            raise SessionLockedError(
-                f"{self.path}: session is locked by another live writer (pid {holder}); "
-                "refusing to open a second writer"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
+        self._lock_fd = take_writer_lock(self.directory / LOCK_NAME, self.path)
 
     def _create(self, session_id: str) -> None:
         # Built complete under a temp name, so the session either does not
@@ -213,14 +199,10 @@ class SqliteBackend:
             PROBE.fact("rollback", file=str(self.path), next=self._synced_seq)
 
     def arm_failure(self, op: str, errno_: int) -> None:
-        if op not in ("write", "sync"):
-            raise ValueError(f"op must be 'write' or 'sync', not {op!r}")
-        self._armed[op] = errno_
+        self._injected.arm(op, errno_)
 
     def _maybe_fail(self, op: str) -> None:
-        code = self._armed.pop(op, None)
-        if code is not None:
-            raise OSError(code, f"{os.strerror(code)} (injected)", str(self.path))
+        self._injected.maybe_fail(op, self.path)
 
     # -- reading and closing ----------------------------------------------
 

@@ -4,9 +4,7 @@
 # faultlab/lab/acpdrive.py.
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from faultlab.lab.acpchild import kill_all_acp
@@ -19,7 +17,14 @@ from faultlab.lab.acpdrive import (
     run_acp_reference,
 )
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.explore import COVERAGE, ExploreResult, Progress, Shard, _coverage
+from faultlab.lab.explore import (
+    COVERAGE,
+    ExploreResult,
+    Progress,
+    Shard,
+    _coverage,
+    run_exploration,
+)
 from faultlab.lab.explore import _reference_failed as reference_failed
 from faultlab.lab.model import Case, CaseResult
 from faultlab.lab.runner import Reference
@@ -59,36 +64,16 @@ def explore_acp(
     if jobs < 1:
         raise LabUsageError(f"jobs must be at least 1, not {jobs}")
     wanted = parse_acp_faults(faults)
-    started = time.monotonic()
-    executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="faultlab-acp")
-    try:
-        references = list(
-            executor.map(lambda item: run_acp_reference(item[0], item[1], options), scenarios)
-        )
-        by_path = {ref.scenario_path: ref for ref in references}
-        cases = [
-            case
-            for ref in references
-            for case in [Case(ref.scenario_path, COVERAGE, "reference")]
-            + (plan_acp_cases(ref, wanted) if ref.returncode == 0 else [])
-        ]
-        if shard is not None:
-            cases = shard.take(cases)
-        futures: list[Future[CaseResult]] = [
-            executor.submit(_run, case, by_path[case.scenario], options) for case in cases
-        ]
-        results = []
-        for done, future in enumerate(futures, start=1):
-            result = future.result()
-            results.append(result)
-            if progress is not None:
-                progress(result, done, len(futures))
-    except BaseException:
-        executor.shutdown(wait=False, cancel_futures=True)
-        kill_all_acp()
-        raise
-    executor.shutdown(wait=True)
-    return ExploreResult(tuple(results), tuple(references), time.monotonic() - started, shard)
+
+    def plan(reference: Reference) -> list[Case]:
+        coverage = Case(reference.scenario_path, COVERAGE, "reference")
+        return [coverage, *(plan_acp_cases(reference, wanted) if reference.returncode == 0 else [])]
+
+    return run_exploration(
+        scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-acp",
+        reference=lambda path, scenario: run_acp_reference(path, scenario, options), plan=plan,
+        run=lambda case, reference: _run(case, reference, options), kill=kill_all_acp,
+    )  # fmt: skip
 
 
 def run_single_acp(

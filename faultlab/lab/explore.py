@@ -30,6 +30,7 @@ __all__ = [
     "load_scenarios",
     "parse_shard",
     "plan_cases",
+    "run_exploration",
     "run_one",
     "tidy_passed",
 ]
@@ -203,21 +204,40 @@ def explore(
     """Run every case of `scenarios` (or of shard `shard`); `only` keeps one occurrence."""
     if jobs < 1:
         raise LabUsageError("jobs must be at least 1")
+
+    def plan(reference: Reference) -> list[Case]:
+        cases = plan_cases(reference, faults)
+        if only is None:
+            return cases
+        name, n = parse_occurrence(only)
+        return [c for c in cases if c.occurrence == f"{name}#{n}"]
+
+    return run_exploration(
+        scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-case",
+        reference=lambda path, scenario: run_reference(path, scenario, options), plan=plan,
+        run=lambda case, reference: _run_and_tidy(case, reference, options), kill=kill_all,
+    )  # fmt: skip
+
+
+def run_exploration(
+    scenarios: Sequence[tuple[str, Scenario]], *, jobs: int, shard: Shard | None,
+    progress: Progress | None, threads: str,
+    reference: Callable[[str, Scenario], Reference], plan: Callable[[Reference], list[Case]],
+    run: Callable[[Case, Reference], CaseResult], kill: Callable[[], None],
+) -> ExploreResult:  # fmt: skip
+    """The engine of every exploration (classic and ACP drives): the reference
+    runs, then the planned cases (of shard `shard`) `jobs` at a time, results in
+    case order; interrupted or broken, `kill` leaves no child behind."""
     started = time.monotonic()
-    executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="faultlab-case")
+    executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix=threads)
     try:
-        references = list(
-            executor.map(lambda item: run_reference(item[0], item[1], options), scenarios)
-        )
+        references = list(executor.map(lambda item: reference(*item), scenarios))
         by_path = {ref.scenario_path: ref for ref in references}
-        cases = [case for ref in references for case in plan_cases(ref, faults)]
-        if only is not None:
-            name, n = parse_occurrence(only)
-            cases = [c for c in cases if c.occurrence == f"{name}#{n}"]
+        cases = [case for ref in references for case in plan(ref)]
         if shard is not None:
             cases = shard.take(cases)
         futures: list[Future[CaseResult]] = [
-            executor.submit(_run_and_tidy, case, by_path[case.scenario], options) for case in cases
+            executor.submit(run, case, by_path[case.scenario]) for case in cases
         ]
         results = []
         for done, future in enumerate(futures, start=1):
@@ -228,7 +248,7 @@ def explore(
     except BaseException:
         # Interrupted (Ctrl-C, SIGTERM) or broken: no child may outlive us.
         executor.shutdown(wait=False, cancel_futures=True)
-        kill_all()
+        kill()
         raise
     executor.shutdown(wait=True)
     return ExploreResult(tuple(results), tuple(references), time.monotonic() - started, shard)

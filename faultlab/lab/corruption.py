@@ -24,10 +24,9 @@ from faultlab.lab.runner import (
     LabOptions,
     Reference,
     _child,
-    _drift,
     _read,
     _run_to_exit,
-    _write_trace,
+    crash_phase,
     slug,
 )
 from faultlab.lab.spawn import ChildExit, ChildHung
@@ -116,24 +115,9 @@ def run_corrupt_case(case: Case, reference: Reference, options: LabOptions) -> C
             case, verdict, tuple(violations), time.monotonic() - started, detail, artifacts
         )
 
-    crash = _child(options, case.scenario, session, "run", "crash", armed=case.occurrence)
-    with crash:
-        try:
-            parked = crash.run_until_parked_or_exit(options.timeout)
-        except ChildHung as hung:
-            crash.kill()
-            _write_trace(where / "trace.jsonl", crash.trace)
-            return result("hung", [Violation("CHILD_HUNG", f"{case.occurrence}: {hung}")])
-        drift = _drift(crash.trace, reference)
-        if parked is None:
-            status = crash.wait(options.timeout)
-            drift = f"exited with status {status.returncode} without reaching {case.occurrence}"
-        else:
-            crash.kill()
-            crash.wait(options.timeout)
-    _write_trace(where / "trace.jsonl", crash.trace)
-    if drift is not None:
-        return result("drift", [Violation("DRIFT", drift)], drift)
+    crash = crash_phase(case, reference, options, session=session, where=where)
+    if crash.failure is not None:
+        return result(*crash.failure)
     damage = damage_committed_line(_read(log_path))
     if damage is None:
         message = (

@@ -18,7 +18,7 @@ import orjson
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.forkserver import shared_server
 from faultlab.lab.logread import LogView
-from faultlab.lab.model import Case, CaseResult, Violation
+from faultlab.lab.model import Case, CaseResult, Verdict, Violation
 from faultlab.lab.oracle import Observation, check_case
 from faultlab.lab.spawn import Child, ChildExit, ChildHung
 from faultlab.lab.stores import LogStore, store_for
@@ -194,6 +194,54 @@ def _sigkill(_child: Child) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class CrashPhase:
+    """How the crash child of a case went: its probe trace (also written to
+    `where/trace.jsonl`), the exit status when the fault let it run on, and
+    the case's verdict already when it hung or drifted from the reference."""
+
+    trace: tuple[dict[str, Any], ...]
+    status: ChildExit | None
+    failure: tuple[Verdict, list[Violation], str] | None
+
+
+def crash_phase(
+    case: Case, reference: Reference, options: LabOptions, *, session: Path, where: Path,
+    act: Act = _sigkill,
+) -> CrashPhase:  # fmt: skip
+    """Run the target armed at `case.occurrence`, wait for it to park there and
+    inject the fault (`act`): SIGKILL its group, or let it run on to its exit."""
+    crash = _child(options, case.scenario, session, "run", "crash", armed=case.occurrence)
+    status: ChildExit | None = None
+    failure: tuple[Verdict, list[Violation], str] | None = None
+    with crash:
+        try:
+            parked = crash.run_until_parked_or_exit(options.timeout)
+            drift = _drift(crash.trace, reference)
+            if parked is None:
+                exited = crash.wait(options.timeout)
+                drift = f"exited with status {exited.returncode} without reaching {case.occurrence}"
+            elif act(crash):
+                crash.kill()
+                crash.wait(options.timeout)
+            else:
+                crash.reply("continue")
+                try:
+                    while crash.run_until_parked_or_exit(options.timeout) is not None:
+                        crash.reply("continue")  # a target parked twice: not ours to judge
+                    status = crash.wait(options.timeout)
+                except ChildHung as hung:
+                    crash.kill()
+                    failure = ("hung", [Violation("CHILD_HUNG", f"after the fault: {hung}")], "")
+            if failure is None and drift is not None:
+                failure = ("drift", [Violation("DRIFT", drift)], drift)
+        except ChildHung as hung:
+            crash.kill()
+            failure = ("hung", [Violation("CHILD_HUNG", f"{case.occurrence}: {hung}")], "")
+    _write_trace(where / "trace.jsonl", crash.trace)
+    return CrashPhase(tuple(crash.trace), status, failure)
+
+
 def run_case(
     case: Case, reference: Reference, options: LabOptions, *, act: Act = _sigkill,
     checks: ExtraChecks | None = None,
@@ -213,41 +261,15 @@ def run_case(
             case, verdict, tuple(violations), time.monotonic() - started, detail, artifacts
         )
 
-    crash = _child(options, case.scenario, session, "run", "crash", armed=case.occurrence)
-    with crash:
-        try:
-            parked = crash.run_until_parked_or_exit(options.timeout)
-        except ChildHung as hung:
-            crash.kill()
-            _write_trace(where / "trace.jsonl", crash.trace)
-            return result("hung", [Violation("CHILD_HUNG", f"{case.occurrence}: {hung}")])
-        drift = _drift(crash.trace, reference)
-        crash_status: ChildExit | None = None
-        if parked is None:
-            status = crash.wait(options.timeout)
-            drift = f"exited with status {status.returncode} without reaching {case.occurrence}"
-        elif act(crash):
-            crash.kill()
-            crash.wait(options.timeout)
-        else:
-            crash.reply("continue")
-            try:
-                while crash.run_until_parked_or_exit(options.timeout) is not None:
-                    crash.reply("continue")  # a target parked twice: not ours to judge
-                crash_status = crash.wait(options.timeout)
-            except ChildHung as hung:
-                crash.kill()
-                _write_trace(where / "trace.jsonl", crash.trace)
-                return result("hung", [Violation("CHILD_HUNG", f"after the fault: {hung}")])
-    _write_trace(where / "trace.jsonl", crash.trace)
+    crash = crash_phase(case, reference, options, session=session, where=where, act=act)
+    if crash.failure is not None:
+        return result(*crash.failure)
     artifacts["trace"] = str(where / "trace.jsonl")
-    if drift is not None:
-        return result("drift", [Violation("DRIFT", drift)], drift)
 
     crashed_bytes = store.take(session)
     try:
         observation = recover(
-            case, reference, options, where=where, trace=tuple(crash.trace),
+            case, reference, options, where=where, trace=crash.trace,
             crashed=store.parse(crashed_bytes, log_path), crashed_bytes=crashed_bytes,
             artifacts=artifacts, diverged=act is not _sigkill,
         )  # fmt: skip
@@ -255,7 +277,7 @@ def run_case(
         return result("hung", [Violation("CHILD_HUNG", f"recovery of {case.id}: {hung}")])
     violations = check_case(observation)
     if checks is not None:
-        violations += checks(observation, crash_status)
+        violations += checks(observation, crash.status)
     return result("fail" if violations else "pass", violations)
 
 

@@ -60,7 +60,11 @@ def test_a_campaign_against_the_semantic_policy_passes(tmp_path: Path) -> None:
 def turn_only(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, Any]:
     reports = tmp_path_factory.mktemp("reports")
     code, summary, _stderr = fuzz(
-        "--examples", str(EXAMPLES), "--seed", "7", "--jobs", "2", "--policy", "turn-only",
+        # One stream (<= 50 examples): the campaign stops at its first failure
+        # whatever its size, and with one stream the example database holds
+        # only this finding, so the next campaign's first replay is it.
+        "--examples", str(min(EXAMPLES, 50)), "--seed", "7", "--jobs", "2",
+        "--policy", "turn-only",
         "--report-dir", str(reports),
     )  # fmt: skip
     return reports, code, summary

@@ -23,7 +23,7 @@ from acp.connection import StreamDirection, StreamEvent
 
 from faultlab.lab.acpfork import AcpForkServer
 from faultlab.lab.forkserver import ForkedProcess
-from faultlab.lab.spawn import ChildExit, ChildHung, trimmed_environment
+from faultlab.lab.spawn import ChildExit, ChildHung, signal_group, trimmed_environment
 from faultlab.probe import ENV_ARM, ENV_FDS
 
 __all__ = ["AcpChild", "Parked", "kill_all_acp"]
@@ -216,13 +216,7 @@ class AcpChild:
 
     def signal(self, signum: int) -> None:
         """Send a signal to the child's whole process group."""
-        try:
-            os.killpg(self.pid, signum)
-        except ProcessLookupError:
-            # A forked child may not have made its group yet (setsid runs
-            # right after the fork): signal the process itself.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signum)
+        signal_group(self.pid, signum)
 
     def kill(self) -> None:
         if self._proc is not None and self._exit is None:

@@ -22,7 +22,7 @@ import psutil
 from faultlab.lab.forkserver import ForkedProcess, ForkServer
 from faultlab.probe import ENV_ARM, ENV_FDS
 
-__all__ = ["Child", "ChildExit", "ChildHung", "kill_all", "trimmed_environment"]
+__all__ = ["Child", "ChildExit", "ChildHung", "kill_all", "signal_group", "trimmed_environment"]
 
 # Variables a child may need to find Python and its packages; everything
 # else of the lab's environment stays out of the target.
@@ -55,6 +55,17 @@ class ChildExit:
 
     returncode: int
     stderr: str
+
+
+def signal_group(pid: int, signum: int) -> None:
+    """Send `signum` to the process group `pid` leads."""
+    try:
+        os.killpg(pid, signum)
+    except ProcessLookupError:
+        # A forked child may not have made its group yet (setsid runs right
+        # after the fork): signal the process itself.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
 
 
 @dataclass(eq=False)
@@ -170,13 +181,7 @@ class Child:
 
     def signal(self, signum: int) -> None:
         """Send a signal to the child's whole process group."""
-        try:
-            os.killpg(self.pid, signum)
-        except ProcessLookupError:
-            # A forked child may not have made its group yet (setsid runs
-            # right after the fork): signal the process itself.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signum)
+        signal_group(self.pid, signum)
 
     def kill(self) -> None:
         """SIGKILL the child's process group (never any group we did not create)."""

@@ -5,11 +5,9 @@
 # over the agent's stdin and stdout.
 from __future__ import annotations
 
-import atexit
-import threading
 from collections.abc import Mapping, Sequence
 
-from faultlab.lab.forkserver import ForkedProcess, ForkServer
+from faultlab.lab.forkserver import ForkedProcess, ForkServer, shared_server
 
 __all__ = ["AcpForkServer", "shared_acp_server"]
 
@@ -29,15 +27,6 @@ class AcpForkServer(ForkServer):
         return self.request(argv, env=env, fds=fds, cwd=cwd, timeout=timeout)
 
 
-_shared: AcpForkServer | None = None
-_shared_lock = threading.Lock()
-
-
 def shared_acp_server() -> AcpForkServer:
     """This process's ACP fork server, started on first use and closed at exit."""
-    global _shared
-    with _shared_lock:
-        if _shared is None or _shared._closed:
-            _shared = AcpForkServer()
-            atexit.register(_shared.close)
-        return _shared
+    return shared_server(AcpForkServer)

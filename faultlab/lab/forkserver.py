@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -180,15 +180,17 @@ class ForkServer:
             self._process.wait(10)
 
 
-_shared: ForkServer | None = None
+S = TypeVar("S", bound=ForkServer)
+_shared: dict[type[ForkServer], ForkServer] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_server() -> ForkServer:
-    """This process's fork server, started on first use and closed at exit."""
-    global _shared
+def shared_server(kind: type[S] = ForkServer) -> S:  # type: ignore[assignment]
+    """This process's fork server of `kind`, started on first use and closed at exit."""
     with _shared_lock:
-        if _shared is None or _shared._closed:
-            _shared = ForkServer()
-            atexit.register(_shared.close)
-        return _shared
+        server = _shared.get(kind)
+        if server is None or server._closed:
+            server = _shared[kind] = kind()
+            atexit.register(server.close)
+        assert isinstance(server, kind)
+        return server

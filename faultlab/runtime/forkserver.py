@@ -31,7 +31,7 @@ import orjson
 from faultlab.runtime import __main__ as entry
 from faultlab.scenario import Scenario, ScenarioError, load_scenario
 
-__all__ = ["ForkChild", "fork_running", "serve", "serve_requests"]
+__all__ = ["ForkChild", "enter_child", "fork_running", "serve", "serve_requests"]
 
 _MAX_MESSAGE = 1 << 20
 _FD_ORDER = ("report", "reply", "stderr")
@@ -60,28 +60,40 @@ class _Scenarios:
         return scenario
 
 
-def _child(
-    request: dict[str, Any], fds: list[int], keep: set[int], *, scenario: Scenario | None
-) -> int:
-    """Runs in the forked child: become a process group, keep only our fds, run."""
+def enter_child(
+    request: dict[str, Any], *, stdio: tuple[int, int, int], probe: tuple[int, int],
+    close: set[int], program: str,
+) -> None:  # fmt: skip
+    """In a freshly forked child: become a process group, take `stdio` as fds
+    0-2, close every other fd of `close` but the probe pipes, and take the
+    request's environment, working directory and argv."""
     os.setsid()
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    named = dict(zip(_FD_ORDER, fds, strict=True))
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(named["stderr"], 1)
-    os.dup2(named["stderr"], 2)
-    report, reply = named["report"], named["reply"]
-    for fd in keep | {null, named["stderr"]}:
-        if fd > 2 and fd not in (report, reply):
+    for target, fd in enumerate(stdio):
+        os.dup2(fd, target)
+    for fd in close:
+        if fd > 2 and fd not in probe:
             os.close(fd)
     os.environ.clear()
     os.environ.update(request["env"])
-    os.environ["FAULTLAB_PROBE_FDS"] = f"{report},{reply}"
+    os.environ["FAULTLAB_PROBE_FDS"] = f"{probe[0]},{probe[1]}"
     if request.get("cwd"):
         os.chdir(request["cwd"])
-    sys.argv = ["faultlab.runtime", *request["argv"]]
+    sys.argv = [program, *request["argv"]]
+
+
+def _child(
+    request: dict[str, Any], fds: list[int], keep: set[int], *, scenario: Scenario | None
+) -> int:
+    """Runs in the forked child: the runtime with its probe pipes and stderr."""
+    named = dict(zip(_FD_ORDER, fds, strict=True))
+    null = os.open(os.devnull, os.O_RDONLY)
+    enter_child(
+        request, stdio=(null, named["stderr"], named["stderr"]),
+        probe=(named["report"], named["reply"]), close=keep | set(fds) | {null},
+        program="faultlab.runtime",
+    )  # fmt: skip
     return entry.main(request["argv"], scenario=scenario)
 
 

@@ -8,13 +8,11 @@
 from __future__ import annotations
 
 import gc
-import os
-import signal
 import sys
 from functools import partial
 from typing import Any
 
-from faultlab.runtime.forkserver import fork_running, serve_requests
+from faultlab.runtime.forkserver import enter_child, fork_running, serve_requests
 
 __all__ = ["FD_ORDER", "serve"]
 
@@ -22,25 +20,15 @@ FD_ORDER = ("stdin", "stdout", "stderr", "report", "reply")
 
 
 def _child(request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
-    """Runs in the forked child: its own process group, only its fds, then the agent."""
+    """Runs in the forked child: the agent on its ACP pipes, with its probe pipes."""
     from faultlab.runtime.acp.__main__ import main
 
-    os.setsid()
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     named = dict(zip(FD_ORDER, fds, strict=True))
-    for target, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
-        os.dup2(named[name], target)
-    report, reply = named["report"], named["reply"]
-    for fd in keep | set(fds):
-        if fd > 2 and fd not in (report, reply):
-            os.close(fd)
-    os.environ.clear()
-    os.environ.update(request["env"])
-    os.environ["FAULTLAB_PROBE_FDS"] = f"{report},{reply}"
-    if request.get("cwd"):
-        os.chdir(request["cwd"])
-    sys.argv = ["faultlab.runtime.acp", *request["argv"]]
+    enter_child(
+        request, stdio=(named["stdin"], named["stdout"], named["stderr"]),
+        probe=(named["report"], named["reply"]), close=keep | set(fds),
+        program="faultlab.runtime.acp",
+    )  # fmt: skip
     return main(request["argv"])
 
 

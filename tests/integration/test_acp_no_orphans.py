@@ -12,31 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
+from orphans import gone, ours
 
 TINY_TOOL = Path(__file__).resolve().parents[1] / "scenarios" / "tiny-tool.toml"
 pytestmark = pytest.mark.realprocess
-
-
-def ours(marker: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status", "cwd"]):
-        if proc.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        cmdline = " ".join(proc.info["cmdline"] or [])
-        if "faultlab.runtime" in cmdline and (
-            marker in cmdline or (proc.info["cwd"] or "").startswith(marker)
-        ):
-            found.append(proc)
-    return found
-
-
-def gone(marker: str, within: float) -> list[psutil.Process]:
-    deadline = time.monotonic() + within
-    while (left := ours(marker)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])

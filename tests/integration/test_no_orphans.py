@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from orphans import gone, ours
 
 from faultlab.lab import api
 from faultlab.lab.explore import explore, load_scenarios
@@ -22,26 +23,6 @@ from faultlab.lab.runner import LabOptions
 
 TINY_TOOL = Path(__file__).resolve().parents[1] / "scenarios" / "tiny-tool.toml"
 pytestmark = pytest.mark.realprocess
-
-
-def ours(marker: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status", "cwd"]):
-        if proc.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        cmdline = " ".join(proc.info["cmdline"] or [])
-        if "faultlab.runtime" in cmdline and (
-            marker in cmdline or (proc.info["cwd"] or "").startswith(marker)
-        ):
-            found.append(proc)
-    return found
-
-
-def gone(marker: str, within: float) -> list[psutil.Process]:
-    deadline = time.monotonic() + within
-    while (left := ours(marker)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
 
 
 def wait_for_child(marker: str, within: float = 60) -> None:

@@ -15,12 +15,15 @@ from faultlab.probe import PROBE
 from faultlab.runtime.backends.base import (
     LoadedLog,
     SessionCorruptError,
-    SessionExistsError,
     SessionMissingError,
     SessionSummary,
 )
 from faultlab.runtime.backends.jsonl_format import encode_events, encode_header, read_log
-from faultlab.runtime.backends.writerlock import InjectedFailures, take_writer_lock
+from faultlab.runtime.backends.writerlock import (
+    InjectedFailures,
+    resumes_existing,
+    take_writer_lock,
+)
 from faultlab.runtime.events import Event
 
 __all__ = ["LOG_NAME", "JsonlBackend"]
@@ -66,17 +69,10 @@ class JsonlBackend:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock()
         try:
-            if self.path.exists():
-                if not resume:
-                    raise SessionExistsError(
-                        f"{self.path}: a session already exists here (resume it, or use a "
-                        "new session directory)"
-                    )
+            if resumes_existing(self.path, create=create, resume=resume, missing="session log"):
                 loaded = self._open_existing()
-            elif create:
-                loaded = self._create(session_id or uuid.uuid4().hex)
             else:
-                raise SessionMissingError(f"{self.path}: no session log")
+                loaded = self._create(session_id or uuid.uuid4().hex)
         except BaseException:
             self.close()
             raise

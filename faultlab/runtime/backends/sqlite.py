@@ -22,12 +22,15 @@ from faultlab.probe import PROBE
 from faultlab.runtime.backends.base import (
     LoadedLog,
     SessionCorruptError,
-    SessionExistsError,
     SessionMissingError,
     SessionSummary,
 )
 from faultlab.runtime.backends.sqlite_format import SCHEMA, connect, decode_header, read_database
-from faultlab.runtime.backends.writerlock import InjectedFailures, take_writer_lock
+from faultlab.runtime.backends.writerlock import (
+    InjectedFailures,
+    resumes_existing,
+    take_writer_lock,
+)
 from faultlab.runtime.events import FORMAT_VERSION, Event
 
 __all__ = ["DB_NAME", "SqliteBackend"]
@@ -79,16 +82,10 @@ class SqliteBackend:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock()
         try:
-            if self.path.exists():
-                if not resume:
-                    raise SessionExistsError(
-                        f"{self.path}: a session already exists here (resume it, or use a "
-                        "new session directory)"
-                    )
-            elif create:
+            if not resumes_existing(
+                self.path, create=create, resume=resume, missing="session database"
+            ):
                 self._create(session_id or uuid.uuid4().hex)
-            else:
-                raise SessionMissingError(f"{self.path}: no session database")
             try:
                 self._db = connect(self.path)
             except sqlite3.DatabaseError as exc:

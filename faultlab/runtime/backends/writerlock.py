@@ -1,16 +1,21 @@
 # What every backend does the same way around its storage: the writer lock
 # (an flock on a lock file beside the session, naming the holder's pid, so a
 # second writer is refused with the same message whatever the backend) and
-# the injected failures the probe's `fail-next-flush` arms.
+# the injected failures the probe's `fail-next-flush` arms, and which of
+# "resume it" / "create it" / refuse an open asks for.
 from __future__ import annotations
 
 import fcntl
 import os
 from pathlib import Path
 
-from faultlab.runtime.backends.base import SessionLockedError
+from faultlab.runtime.backends.base import (
+    SessionExistsError,
+    SessionLockedError,
+    SessionMissingError,
+)
 
-__all__ = ["InjectedFailures", "take_writer_lock"]
+__all__ = ["InjectedFailures", "resumes_existing", "take_writer_lock"]
 
 
 def take_writer_lock(lock_path: Path, session_path: Path) -> int:
@@ -48,3 +53,18 @@ class InjectedFailures:
         code = self._armed.pop(op, None)
         if code is not None:
             raise OSError(code, f"{os.strerror(code)} (injected)", str(path))
+
+
+def resumes_existing(path: Path, *, create: bool, resume: bool, missing: str) -> bool:
+    """True: the session at `path` exists and is to be resumed; False: it is
+    missing and to be created.  Raises SessionExistsError (a new session over
+    an existing one) or SessionMissingError (`missing` names what is absent)."""
+    if path.exists():
+        if not resume:
+            raise SessionExistsError(
+                f"{path}: a session already exists here (resume it, or use a new session directory)"
+            )
+        return True
+    if not create:
+        raise SessionMissingError(f"{path}: no {missing}")
+    return False

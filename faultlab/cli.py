@@ -234,6 +234,7 @@ def explore(
         if not path.exists():
             raise UserError(f"{path}: no such scenario file or directory")
     made = api.make_target(policy=policy, target=target, backend=backend)
+    api.check_drive(drive, backend=backend)
     fault_names = api.parse_faults(faults, drive=drive)
     loaded = api.load_scenarios(paths)
     _say(

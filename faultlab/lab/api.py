@@ -32,6 +32,7 @@ __all__ = [
     "DRIVES",
     "SUPPORTED_FAULTS",
     "bundled_scenarios",
+    "check_drive",
     "explore_paths",
     "explore_scenarios",
     "load_scenarios",
@@ -83,6 +84,13 @@ DRIVES = ("classic", "acp")
 def _check_drive(drive: str) -> None:
     if drive not in DRIVES:
         raise LabUsageError(f"unknown drive {drive!r} (drives: {', '.join(DRIVES)})")
+
+
+def check_drive(drive: str, *, backend: str | None = None) -> None:
+    """A usage error unless `drive` is known and can run with `backend`."""
+    _check_drive(drive)
+    if drive == "acp":
+        _check_acp_backend(backend)
 
 
 def _check_acp_backend(backend: str | None) -> None:

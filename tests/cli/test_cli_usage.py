@@ -33,6 +33,9 @@ def invoke(*args: str) -> tuple[int, str, str]:
         (("frob",), "No such command"),
         (("explore", "--faults", "sigkill,frost", TINY), "unknown fault 'frost'"),
         (("explore", "--faults", ",", TINY), "name at least one fault"),
+        (("explore", "--drive", "acp", "--backend", "sqlite", TINY), "works with --drive classic"),
+        (("run", TINY, "--at", "tool/durable", "--drive", "acp", "--check-determinism"),
+         "--check-determinism works with --drive classic only"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args: tuple[str, ...], needle: str) -> None:

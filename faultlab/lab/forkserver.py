@@ -56,11 +56,16 @@ class ForkServer:
     module = "faultlab.runtime.forkserver"
     what = "the fork server"
 
-    def __init__(self, *, python: str = sys.executable) -> None:
+    def __init__(self, *, python: str = sys.executable, ahead: int | None = None) -> None:
+        """Start the server; it keeps `ahead` children forked ahead of the
+        requests (None: its default, 2; 0: it forks when asked)."""
+        if ahead is not None and (type(ahead) is not int or ahead < 0):
+            raise ValueError(f"ahead must be an integer >= 0, not {ahead!r}")
         lab_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        extra = [] if ahead is None else [str(ahead)]
         try:
             self._process = subprocess.Popen(
-                [python, "-m", self.module, str(server_end.fileno())],
+                [python, "-m", self.module, str(server_end.fileno()), *extra],
                 pass_fds=(server_end.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

@@ -5,25 +5,37 @@
 # probe pipes and its stderr file, nothing else), and reaping: it is the one
 # reaper of its children and reports each exit status to the lab.
 #
+# It forks ahead: one child is always forked, in its own session, and parked
+# on a private socket before the next request comes, so that the fork (the
+# biggest fixed cost of a case, about 2 ms here) is paid while the previous
+# child runs instead of while the lab waits.  A request is handed to that
+# waiting child with its fds; it takes the request's argv, environment, cwd
+# and fds exactly as a child forked on the spot would, and the server forks
+# the next one.  A waiting child that has not been handed a request is never
+# reported to the lab, and leaves when the server closes its socket.
+#
 # Protocol (a SOCK_SEQPACKET unix socket inherited as fd N, one JSON message
 # per packet, fds passed with SCM_RIGHTS):
 #   lab -> server  {"id": K, "argv": [...], "env": {...}, "cwd": str|null,
 #                   "fds": {"report": i, "reply": j, "stderr": k}}  + 3 fds
 #   server -> lab  {"spawned": K, "pid": P}  or  {"failed": K, "error": str}
 #   server -> lab  {"exited": P, "status": S}  (S: exit code, or -signal)
-# When the lab's end closes, the server exits; its children leave on their
-# own when their probe pipes close.
+# When the lab's end closes, the server closes the waiting child's socket,
+# reaps it and exits; its other children leave on their own when their probe
+# pipes close.
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import selectors
 import signal
 import socket
 import sys
+import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any
 
 import orjson
@@ -31,9 +43,12 @@ import orjson
 from faultlab.runtime import __main__ as entry
 from faultlab.scenario import Scenario, ScenarioError, load_scenario
 
-__all__ = ["ForkChild", "enter_child", "fork_running", "serve", "serve_requests"]
+__all__ = ["AHEAD", "ForkChild", "enter_child", "serve", "serve_requests", "server_arguments"]
 
 _MAX_MESSAGE = 1 << 20
+# Children kept forked ahead by default: one per lab worker that may ask at
+# the same moment (0: fork on request).
+AHEAD = 2
 _FD_ORDER = ("report", "reply", "stderr")
 
 
@@ -64,12 +79,10 @@ def enter_child(
     request: dict[str, Any], *, stdio: tuple[int, int, int], probe: tuple[int, int],
     close: set[int], program: str,
 ) -> None:  # fmt: skip
-    """In a freshly forked child: become a process group, take `stdio` as fds
-    0-2, close every other fd of `close` but the probe pipes, and take the
-    request's environment, working directory and argv."""
-    os.setsid()
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    """In a forked child that was handed its request (already the leader of a
+    new session, see `_detach`): take `stdio` as fds 0-2, close every other fd
+    of `close` but the probe pipes, and take the request's environment,
+    working directory and argv."""
     for target, fd in enumerate(stdio):
         os.dup2(fd, target)
     for fd in close:
@@ -83,42 +96,146 @@ def enter_child(
     sys.argv = [program, *request["argv"]]
 
 
-def _child(
-    request: dict[str, Any], fds: list[int], keep: set[int], *, scenario: Scenario | None
-) -> int:
+_scenarios = _Scenarios()  # the server's; a child forked later reads its copy
+
+
+def _child(request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
     """Runs in the forked child: the runtime with its probe pipes and stderr."""
     named = dict(zip(_FD_ORDER, fds, strict=True))
+    argv = request["argv"]
+    # Parsed by the server before this child was forked, unless the file
+    # changed since (or was never seen): then the runtime loads it itself.
+    scenario = _scenarios.get(argv[0]) if argv else None
     null = os.open(os.devnull, os.O_RDONLY)
     enter_child(
         request, stdio=(null, named["stderr"], named["stderr"]),
         probe=(named["report"], named["reply"]), close=keep | set(fds) | {null},
         program="faultlab.runtime",
     )  # fmt: skip
-    return entry.main(request["argv"], scenario=scenario)
+    return entry.main(argv, scenario=scenario)
 
 
+def _remember_scenario(request: dict[str, Any]) -> None:
+    """In the server, after a hand-over: parse the request's scenario (if new
+    or changed), so that the children forked from now on inherit it."""
+    argv = request.get("argv")
+    if isinstance(argv, list) and argv and isinstance(argv[0], str):
+        _scenarios.get(argv[0])
+
+
+# What a child runs once handed its request: (request, its fds in the server's
+# order, the server's fds it must close) -> exit code.
 ForkChild = Callable[[dict[str, Any], list[int], set[int]], int]
 
 
-def fork_running(child: ForkChild, request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
-    """Fork; the child runs `child(request, fds, keep)` and leaves with its exit
-    code, never returning here; the parent closes the fds it handed over."""
-    pid = os.fork()
-    if pid == 0:
-        code = 3
+def _detach() -> None:
+    """First thing in a new child: its own session and process group (so the
+    lab's SIGKILL of the group reaches it and nothing else), and none of the
+    server's signal plumbing."""
+    os.setsid()
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
+class _Waiting:
+    """A child forked ahead, parked on its end of a private socket until the
+    server hands it a request (and `fd_count` fds) or closes the socket."""
+
+    def __init__(self, child: ForkChild, fd_count: int, keep: set[int]) -> None:
+        server_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # never returns
+            server_end.close()
+            _run_child(child, child_end, fd_count, keep)
+        child_end.close()
+        self.pid = pid
+        self.sock = server_end
+
+    def hand_over(self, data: bytes, fds: list[int]) -> bool:
+        """Give the child its request and fds; False if it is gone."""
         try:
-            code = child(request, fds, keep)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 2
-        except BaseException:
-            traceback.print_exc()
+            socket.send_fds(self.sock, [data], fds)
+        except OSError:
+            return False
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    for fd in fds:
-        os.close(fd)
-    return pid
+            self.sock.close()
+        return True
+
+    def dismiss(self) -> None:
+        """Close its socket: an idle child then leaves with status 0."""
+        self.sock.close()
+
+
+class _Pool:
+    """The children forked ahead, oldest first.  Each new one closes, first
+    thing, the server's ends of the others' sockets: a child that kept one
+    open would keep its sibling from ever seeing EOF when dismissed."""
+
+    def __init__(self, child: ForkChild, fd_count: int, keep: set[int], size: int) -> None:
+        self._child = child
+        self._fd_count = fd_count
+        self._keep = keep
+        self._size = size
+        self._waiting: deque[_Waiting] = deque()
+
+    def fork(self) -> _Waiting | None:
+        """A new child forked now (not pooled), or None when fork fails."""
+        others = {waiting.sock.fileno() for waiting in self._waiting}
+        try:
+            return _Waiting(self._child, self._fd_count, self._keep | others)
+        except OSError:
+            return None  # out of processes for now: fork again on the next request
+
+    def fill(self) -> None:
+        while len(self._waiting) < self._size:
+            waiting = self.fork()
+            if waiting is None:
+                return
+            self._waiting.append(waiting)
+
+    def hand_over(self, data: bytes, fds: list[int]) -> tuple[int | None, str]:
+        """Hand the request to the oldest waiting child (one that died while
+        waiting is skipped), or to one forked now: (pid, "") or (None, why)."""
+        while self._waiting:
+            waiting = self._waiting.popleft()
+            if waiting.hand_over(data, fds):
+                return waiting.pid, ""
+        fresh = self.fork()
+        if fresh is None:
+            return None, "cannot fork"
+        if fresh.hand_over(data, fds):
+            return fresh.pid, ""
+        return None, "the forked child died before it was handed its request"
+
+    def close(self) -> None:
+        """Dismiss every waiting child and reap it (bounded)."""
+        pids = []
+        while self._waiting:
+            waiting = self._waiting.popleft()
+            waiting.dismiss()
+            pids.append(waiting.pid)
+        for pid in pids:
+            _wait_dismissed(pid)
+
+
+def _run_child(child: ForkChild, sock: socket.socket, fd_count: int, keep: set[int]) -> None:
+    """The body of a child forked ahead: wait for the request, run it, and
+    leave with its exit code (never returns)."""
+    code = 3
+    try:
+        _detach()
+        data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MESSAGE, fd_count)
+        sock.close()
+        # No data: dismissed, never handed a request.
+        code = child(orjson.loads(data), fds, keep) if data else 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 2
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> bool:
@@ -129,10 +246,18 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> bool:
     return True
 
 
-def serve_requests(fd: int, fd_order: Sequence[str], fork: ForkChild) -> None:
+def serve_requests(
+    fd: int, fd_order: Sequence[str], child: ForkChild, *, ahead: int = AHEAD,
+    after_hand_over: Callable[[dict[str, Any]], None] | None = None,
+) -> None:  # fmt: skip
     """The server loop on the lab's socket `fd`: each request brings
-    `len(fd_order)` fds and is answered with the pid `fork` returns; exits are
-    reaped and reported; returns when the lab goes away."""
+    `len(fd_order)` fds and is handed to one of the `ahead` children forked
+    ahead (or to one forked on the spot if there is none), which runs
+    `child(request, fds, keep)`; the lab gets its pid, and later its exit
+    status (the server reaps).  `after_hand_over(request)` runs in the server
+    before the next child is forked (to prepare what it should inherit).
+    Returns when the lab goes away, after dismissing and reaping the
+    children still waiting."""
     sock = socket.socket(fileno=fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -143,54 +268,81 @@ def serve_requests(fd: int, fd_order: Sequence[str], fork: ForkChild) -> None:
     selector.register(sock, selectors.EVENT_READ, "lab")
     selector.register(wake_r, selectors.EVENT_READ, "child")
     keep = {fd, wake_r, wake_w, selector.fileno()}  # the child closes these
+    handed: set[int] = set()  # pids the lab knows about: only their exits are reported
+    pool = _Pool(child, len(fd_order), keep, ahead)
+    pool.fill()
+    try:
+        while True:
+            for key, _mask in selector.select():
+                if key.data == "child":
+                    _drain(wake_r)
+                    _reap(sock, handed)
+                    continue
+                try:
+                    data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MESSAGE, len(fd_order))
+                except OSError:
+                    data, fds = b"", []
+                if not data:
+                    return  # the lab went away
+                request = orjson.loads(data)
+                if len(fds) != len(fd_order):
+                    for received in fds:
+                        os.close(received)
+                    _send(sock, {"failed": request.get("id"),
+                                 "error": f"expected {len(fd_order)} fds"})  # fmt: skip
+                    continue
+                pid, error = pool.hand_over(data, fds)
+                for handed_fd in fds:
+                    os.close(handed_fd)
+                if pid is None:
+                    _send(sock, {"failed": request.get("id"), "error": error})
+                else:
+                    handed.add(pid)
+                    _send(sock, {"spawned": request["id"], "pid": pid})
+                if after_hand_over is not None:
+                    after_hand_over(request)
+                pool.fill()
+                _reap(sock, handed)
+    finally:
+        pool.close()
+
+
+def _wait_dismissed(pid: int) -> None:
+    """Reap a dismissed child (it leaves at once; SIGKILL after a bounded wait)."""
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        try:
+            done, _status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done:
+            return
+        time.sleep(0.005)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def _drain(fd: int) -> None:
     while True:
-        for key, _mask in selector.select():
-            if key.data == "child":
-                while True:
-                    try:
-                        if not os.read(wake_r, 4096):
-                            break
-                    except BlockingIOError:
-                        break
-                _reap(sock)
-                continue
-            try:
-                data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MESSAGE, len(fd_order))
-            except OSError:
-                data, fds = b"", []
-            if not data:
-                return  # the lab went away
-            request = orjson.loads(data)
-            if len(fds) != len(fd_order):
-                for received in fds:
-                    os.close(received)
-                _send(sock, {"failed": request.get("id"), "error": f"expected {len(fd_order)} fds"})
-                continue
-            try:
-                pid = fork(request, fds, keep)
-            except OSError as exc:
-                _send(sock, {"failed": request.get("id"), "error": str(exc)})
-                continue
-            _send(sock, {"spawned": request["id"], "pid": pid})
-            _reap(sock)
+        try:
+            if not os.read(fd, 4096):
+                return
+        except BlockingIOError:
+            return
 
 
-def serve(fd: int) -> None:
+def serve(fd: int, *, ahead: int = AHEAD) -> None:
     entry.warm_up()
     # Objects that exist now live as long as the server: keep the collector
     # off them, so children do not copy their pages just to scan them.
     gc.freeze()
-    scenarios = _Scenarios()
-
-    def fork(request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
-        argv = request["argv"]
-        scenario = scenarios.get(argv[0]) if argv else None
-        return fork_running(partial(_child, scenario=scenario), request, fds, keep)
-
-    serve_requests(fd, _FD_ORDER, fork)
+    serve_requests(fd, _FD_ORDER, _child, ahead=ahead, after_hand_over=_remember_scenario)
 
 
-def _reap(sock: socket.socket) -> None:
+def _reap(sock: socket.socket, handed: set[int]) -> None:
+    """Reap every exited child; report those the lab was given."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -198,8 +350,21 @@ def _reap(sock: socket.socket) -> None:
             return
         if pid == 0:
             return
-        _send(sock, {"exited": pid, "status": os.waitstatus_to_exitcode(status)})
+        if pid in handed:
+            handed.discard(pid)
+            _send(sock, {"exited": pid, "status": os.waitstatus_to_exitcode(status)})
+
+
+def server_arguments(argv: Sequence[str]) -> tuple[int, int]:
+    """`FD [AHEAD]` of `python -m MODULE FD [AHEAD]`: the lab's socket and how
+    many children to keep forked ahead."""
+    fd = int(argv[0])
+    ahead = int(argv[1]) if len(argv) > 1 else AHEAD
+    if ahead < 0:
+        raise ValueError(f"ahead must be >= 0, not {ahead}")
+    return fd, ahead
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    socket_fd, children_ahead = server_arguments(sys.argv[1:])
+    serve(socket_fd, ahead=children_ahead)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import gc
 import sys
-from functools import partial
 from typing import Any
 
-from faultlab.runtime.forkserver import enter_child, fork_running, serve_requests
+from faultlab.runtime.forkserver import AHEAD, enter_child, serve_requests, server_arguments
 
 __all__ = ["FD_ORDER", "serve"]
 
@@ -32,14 +31,15 @@ def _child(request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
     return main(request["argv"])
 
 
-def serve(fd: int) -> None:
+def serve(fd: int, *, ahead: int = AHEAD) -> None:
     import acp  # noqa: F401  (the point of the server: imported once)
 
     import faultlab.runtime.acp.server  # noqa: F401
 
     gc.freeze()
-    serve_requests(fd, FD_ORDER, partial(fork_running, _child))
+    serve_requests(fd, FD_ORDER, _child, ahead=ahead)
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    socket_fd, children_ahead = server_arguments(sys.argv[1:])
+    serve(socket_fd, ahead=children_ahead)

@@ -1,0 +1,147 @@
+# The fork server (faultlab/runtime/forkserver.py) through the lab's side of
+# it: a forked child is the same runtime as an exec'd one (same files left
+# behind, same verdict), holds none of the server's sockets, reads a scenario
+# that changed after it was forked ahead, and no child forked ahead outlives
+# the server or breaks a request by dying while it waits.
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from faultlab.lab import api
+from faultlab.lab.determinism import check_determinism
+from faultlab.lab.explore import COVERAGE, plan_cases, run_one
+from faultlab.lab.forkserver import ForkServer
+from faultlab.lab.runner import LabOptions, run_reference
+from faultlab.lab.spawn import Child
+from faultlab.scenario import load_scenario
+
+pytestmark = pytest.mark.realprocess
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+
+
+def _options(work: Path, spawn: str) -> LabOptions:
+    return LabOptions(api.make_target(), work, 60.0, spawn)
+
+
+def test_forked_and_execd_children_leave_the_same_files_and_verdicts(tmp_path: Path) -> None:
+    # check_determinism reruns a case (and its reference) and compares every
+    # log, the ledger, the trace and the verdict, normalised: here the rerun
+    # is exec'd, so any difference is one between the two spawn modes.
+    path = str(SCENARIOS / "tiny-tool.toml")
+    scenario = load_scenario(path)
+    fork = _options(tmp_path / "fork", "fork")
+    reference = run_reference(path, scenario, fork)
+    assert reference.returncode == 0, reference.stderr
+    cases = [c for c in plan_cases(reference) if c.occurrence != COVERAGE]
+    assert len(cases) >= 10
+    for case in cases[::3]:
+        first = run_one(case, reference, fork)
+        assert first.verdict == "pass", first
+        difference = check_determinism(
+            case, reference, first, _options(tmp_path / "exec", "exec"), workdir=tmp_path / "exec"
+        )
+        assert difference is None, difference
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            inodes.add(target)
+    return inodes
+
+
+def _parked_child(server: ForkServer, where: Path) -> Child:
+    scenario = str(SCENARIOS / "tiny-tool.toml")
+    session = where / "session"
+    where.mkdir(parents=True)
+    argv = [scenario, "--session-dir", str(session)]
+    return Child(
+        [*api.make_target().command, *argv], stderr_path=where / "child.stderr",
+        armed="tool/durable#1", cwd=str(where), server=server, server_argv=argv,
+    )  # fmt: skip
+
+
+def test_a_forked_child_holds_none_of_the_servers_sockets(tmp_path: Path) -> None:
+    server = ForkServer()
+    try:
+        # Three children alive at once: the later ones were forked while
+        # others waited, so they saw the server's ends of those sockets too.
+        children = [_parked_child(server, tmp_path / name) for name in "abc"]
+        # the lab's socket and the sockets of the children forked ahead, as
+        # they were before each request (the server closes one per request)
+        servers: set[str] = set()
+        for child in children:
+            servers |= _socket_inodes(server._process.pid)
+            child.start()
+            assert child.run_until_parked_or_exit(60) is not None, child.trace
+        assert len(servers) >= 4
+        for child in children:
+            assert _socket_inodes(child.pid) & servers == set()
+            assert os.getpgid(child.pid) == child.pid  # its own process group
+        for child in children:
+            child.kill()
+            assert child.wait(60).returncode == -signal.SIGKILL
+    finally:
+        for child in children:
+            child.close()
+        server.close()
+
+
+def test_children_forked_ahead_leave_with_the_server(tmp_path: Path) -> None:
+    server = ForkServer()
+    with _parked_child(server, tmp_path / "a") as child:
+        assert child.run_until_parked_or_exit(60) is not None
+        waiting = [p for p in psutil.Process(server._process.pid).children() if p.pid != child.pid]
+        assert waiting, "the server keeps children forked ahead"
+        child.kill()
+        child.wait(60)
+    server.close()
+    assert server._process.returncode == 0
+    for process in waiting:
+        assert not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_child_that_died_while_waiting_is_replaced(tmp_path: Path) -> None:
+    server = ForkServer()
+    try:
+        for index in range(3):
+            # SIGKILL every child the server has forked ahead: the next
+            # request must still get a live child.
+            for process in psutil.Process(server._process.pid).children():
+                process.kill()
+                process.wait(10)
+            with _parked_child(server, tmp_path / str(index)) as child:
+                assert child.run_until_parked_or_exit(60) is not None, child.trace
+                child.kill()
+                child.wait(60)
+    finally:
+        server.close()
+
+
+def test_a_scenario_changed_after_the_fork_is_read_again(tmp_path: Path) -> None:
+    # Children are forked ahead with the scenarios the server has parsed;
+    # one handed a scenario whose file changed since must read the new one.
+    path = tmp_path / "changing.toml"
+    text = (SCENARIOS / "tiny-tool.toml").read_text()
+    path.write_text(text)
+    options = _options(tmp_path / "work", "fork")
+    first = run_reference(str(path), load_scenario(str(path)), options)
+    assert first.returncode == 0, first.stderr
+    time.sleep(0.01)  # a different mtime even on coarse clocks
+    path.write_text(text.replace('text = "paid"', 'text = "paid in full, thank you"'))
+    second = run_reference(str(path), load_scenario(str(path)), options)
+    assert second.returncode == 0, second.stderr
+    assert b"thank you" not in first.log_bytes
+    assert b"paid in full, thank you" in second.log_bytes

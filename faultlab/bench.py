@@ -104,21 +104,27 @@ class CrashLoop:
     """SIGKILL cases of one scenario, fork vs exec, and the bare fork floor.
 
     ``*_seconds`` hold one sample per round: the time of all ``cases`` in
-    that mode, each case run in both modes back to back (which goes first
-    alternates), followed by a slice of the floor.  The floor is the median of
-    ``floor_repetitions`` fork + park + SIGKILL + reap.
+    that mode, each case run in every mode back to back (the order rotates),
+    followed by a slice of the floor.  ``fork`` is the default fork server
+    (children forked ahead of the requests); ``on_request`` the same server
+    forking only when asked (for information: what forking ahead gives).  The
+    floor is the median of ``floor_repetitions`` fork + park + SIGKILL + reap.
     """
 
     scenario: str
     cases: int
     rounds: int
     fork_seconds: tuple[float, ...]
+    on_request_seconds: tuple[float, ...]
     exec_seconds: tuple[float, ...]
     verdicts: dict[str, int]
     fork_cases_per_s: float
+    on_request_cases_per_s: float
     exec_cases_per_s: float
     fork_vs_exec: float
+    fork_vs_on_request: float
     fork_ms_per_case: float
+    on_request_ms_per_case: float
     exec_ms_per_case: float
     floor_ms: float
     floor_repetitions: int
@@ -163,75 +169,83 @@ def _rss_mb() -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
+# The crash loop's modes: (name, spawn, children kept forked ahead).
+_MODES = (("fork", "fork", None), ("on_request", "fork", 0), ("exec", "exec", None))
+
+
 def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
-    """Crash cases per second of payment.toml with spawn fork vs exec, and the
-    fork case's cost as a multiple of the bare fork-and-kill floor."""
+    """Crash cases per second of payment.toml with spawn fork vs exec (and
+    fork without forking ahead), and the fork case's cost as a multiple of
+    the bare fork-and-kill floor."""
     scenario = str(api.bundled_scenarios() / "payment.toml")
     rounds, floor_per_round = (2, 200) if quick else (3, 1000)
     with api.workdir() as work:
         references: dict[str, Reference] = {}
         options: dict[str, LabOptions] = {}
-        for mode in ("fork", "exec"):
-            references[mode] = api.reference_run(scenario, workdir=work / mode, spawn=mode)
+        for mode, spawn, ahead in _MODES:
+            references[mode] = api.reference_run(scenario, workdir=work / mode, spawn=spawn)
             if references[mode].returncode != 0:
                 raise BenchError(f"the {mode} reference run of {scenario} failed")
-            options[mode] = LabOptions(api.make_target(), work / mode, 60.0, mode)
+            options[mode] = LabOptions(api.make_target(), work / mode, 60.0, spawn, ahead)
         cases = [c for c in plan_cases(references["fork"]) if c.occurrence != COVERAGE]
         if quick:  # a handful, spread over the run
             cases = cases[:: max(1, len(cases) // 3)][:3]
         verdicts: Counter[str] = Counter()
         floor: list[float] = []
         floor_per_case = -(-floor_per_round // len(cases))
+        names = [mode for mode, _spawn, _ahead in _MODES]
 
         def timed_case(mode: str, case: Case) -> float:
             started = time.perf_counter()
             verdicts[run_one(case, references[mode], options[mode]).verdict] += 1
             return time.perf_counter() - started
 
-        def one_round(round_: int) -> tuple[float, float]:
-            # Finest interleaving: each case fork then exec (or exec then
-            # fork, alternately), then a slice of the floor.
-            totals = {"fork": 0.0, "exec": 0.0}
+        def one_round(round_: int) -> dict[str, float]:
+            # Finest interleaving: each case in every mode, the order
+            # rotating from case to case, then a slice of the floor.
+            totals = dict.fromkeys(names, 0.0)
             for index, case in enumerate(cases):
-                first, second = ("fork", "exec") if (index + round_) % 2 == 0 else ("exec", "fork")
-                totals[first] += timed_case(first, case)
-                totals[second] += timed_case(second, case)
+                shift = (index + round_) % len(names)
+                for mode in names[shift:] + names[:shift]:
+                    totals[mode] += timed_case(mode, case)
                 floor.extend(_fork_park_kill() for _ in range(floor_per_case))
             say(
                 f"crash loop round {round_ + 1}/{rounds}: {len(cases)} case(s), "
-                f"fork {totals['fork']:.2f}s, exec {totals['exec']:.2f}s"
+                + ", ".join(f"{mode} {totals[mode]:.2f}s" for mode in names)
             )
-            return totals["fork"], totals["exec"]
+            return totals
 
-        for mode in ("fork", "exec"):  # warm up: the fork server, imports, page cache
+        for mode in names:  # warm up: the fork servers, imports, page cache
             run_one(cases[0], references[mode], options[mode])
         rss = _rss_mb()
-        fork: list[float] = []
-        exec_: list[float] = []
+        samples: dict[str, list[float]] = {mode: [] for mode in names}
         for round_ in range(rounds):
             gc.collect()
-            fork_seconds, exec_seconds = one_round(round_)
-            fork.append(fork_seconds)
-            exec_.append(exec_seconds)
-    fork_s, exec_s = _median(fork), _median(exec_)
+            for mode, seconds in one_round(round_).items():
+                samples[mode].append(seconds)
+    median = {mode: _median(samples[mode]) for mode in names}
+    per_case_ms = {mode: median[mode] / len(cases) * 1000 for mode in names}
     floor_ms = _median(floor) * 1000
-    fork_ms = fork_s / len(cases) * 1000
     return CrashLoop(
         scenario=Path(scenario).name,
         cases=len(cases),
         rounds=rounds,
-        fork_seconds=tuple(fork),
-        exec_seconds=tuple(exec_),
+        fork_seconds=tuple(samples["fork"]),
+        on_request_seconds=tuple(samples["on_request"]),
+        exec_seconds=tuple(samples["exec"]),
         verdicts=dict(verdicts),
-        fork_cases_per_s=len(cases) / fork_s,
-        exec_cases_per_s=len(cases) / exec_s,
-        fork_vs_exec=exec_s / fork_s,
-        fork_ms_per_case=fork_ms,
-        exec_ms_per_case=exec_s / len(cases) * 1000,
+        fork_cases_per_s=len(cases) / median["fork"],
+        on_request_cases_per_s=len(cases) / median["on_request"],
+        exec_cases_per_s=len(cases) / median["exec"],
+        fork_vs_exec=median["exec"] / median["fork"],
+        fork_vs_on_request=median["on_request"] / median["fork"],
+        fork_ms_per_case=per_case_ms["fork"],
+        on_request_ms_per_case=per_case_ms["on_request"],
+        exec_ms_per_case=per_case_ms["exec"],
         floor_ms=floor_ms,
         floor_repetitions=len(floor),
         floor_parent_rss_mb=rss,
-        fork_case_vs_floor=fork_ms / floor_ms,
+        fork_case_vs_floor=per_case_ms["fork"] / floor_ms,
     )
 
 

@@ -60,6 +60,11 @@ def _table_crash_loop(c: Mapping[str, Any]) -> list[str]:
             "exec", f"{c['exec_cases_per_s']:.1f} cases/s", f"{c['exec_ms_per_case']:.1f} ms/case"
         ),
         _row(
+            "fork, no child forked ahead",
+            f"{c['on_request_cases_per_s']:.1f} cases/s",
+            f"{c['on_request_ms_per_case']:.1f} ms/case (information)",
+        ),
+        _row(
             "floor: fork, park, SIGKILL, reap",
             f"{c['floor_ms']:.3f} ms",
             f"median of {c['floor_repetitions']}"
@@ -67,6 +72,7 @@ def _table_crash_loop(c: Mapping[str, Any]) -> list[str]:
         ),
         _row("fork / exec (cases per second)", f"{c['fork_vs_exec']:.1f}x"),
         _row("fork case / floor", f"{c['fork_case_vs_floor']:.1f}x"),
+        _row("forked ahead / forked on request", f"{c['fork_vs_on_request']:.2f}x"),
     ]
 
 

@@ -10,9 +10,9 @@
 #         PROBE.reach("tool/durable", callId=call_id)
 from __future__ import annotations
 
+import _thread
 import os
 import queue
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -121,9 +121,10 @@ class Probe:
         self._counts = {}
         # One daemon thread owns the reply pipe: it hands replies to a parked
         # main thread, and when the pipe closes (the lab died) it ends the
-        # process at once, parked or not, so no child outlives its lab.
-        watcher = threading.Thread(target=self._watch_replies, name="faultlab-probe", daemon=True)
-        watcher.start()
+        # process at once, parked or not, so no child outlives its lab.  A
+        # bare `_thread` thread: `threading.Thread` costs a forked child
+        # about 0.4 ms more (its bookkeeping objects, the start handshake).
+        _thread.start_new_thread(self._watch_replies, ())
         self.enabled = True
 
     def reach(self, boundary: str, **facts: Any) -> None:

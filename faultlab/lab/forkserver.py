@@ -186,16 +186,17 @@ class ForkServer:
 
 
 S = TypeVar("S", bound=ForkServer)
-_shared: dict[type[ForkServer], ForkServer] = {}
+_shared: dict[tuple[type[ForkServer], int | None], ForkServer] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_server(kind: type[S] = ForkServer) -> S:  # type: ignore[assignment]
-    """This process's fork server of `kind`, started on first use and closed at exit."""
+def shared_server(kind: type[S] = ForkServer, *, ahead: int | None = None) -> S:  # type: ignore[assignment]
+    """This process's fork server of `kind` keeping `ahead` children forked
+    ahead (None: the server's default), started on first use and closed at exit."""
     with _shared_lock:
-        server = _shared.get(kind)
+        server = _shared.get((kind, ahead))
         if server is None or server._closed:
-            server = _shared[kind] = kind()
+            server = _shared[kind, ahead] = kind(ahead=ahead)
             atexit.register(server.close)
         assert isinstance(server, kind)
         return server

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.forkserver import shared_server
+from faultlab.lab.forkserver import ForkServer, shared_server
 from faultlab.lab.logread import LogView
 from faultlab.lab.model import Case, CaseResult, Verdict, Violation
 from faultlab.lab.oracle import Observation, check_case
@@ -43,10 +43,17 @@ class LabOptions:
     # "exec": a fresh interpreter per child (the fidelity reference).  A
     # --target command is always exec'd.
     spawn: str = "fork"
+    # With spawn "fork": how many children the fork server keeps forked ahead
+    # of the requests (None: its default; 0: it forks when asked).
+    fork_ahead: int | None = None
 
     def __post_init__(self) -> None:
         if self.spawn not in ("fork", "exec"):
             raise LabUsageError(f"spawn must be 'fork' or 'exec', not {self.spawn!r}")
+        if self.fork_ahead is not None and (
+            type(self.fork_ahead) is not int or self.fork_ahead < 0
+        ):
+            raise LabUsageError(f"fork_ahead must be an integer >= 0, not {self.fork_ahead!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +136,8 @@ def _child(
     cwd = str(session.parent)
     if options.spawn == "fork":
         tail = argv[len(options.target.command) :]
-        return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, server=shared_server(),
+        server = shared_server(ForkServer, ahead=options.fork_ahead)
+        return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, server=server,
                      server_argv=tail)  # fmt: skip
     return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd)
 

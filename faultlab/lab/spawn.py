@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
-import selectors
+import select
 import signal
 import subprocess
 import time
@@ -87,6 +88,7 @@ class Child:
     _reply_fd: int = -1
     _buffer: bytes = b""
     _exit: ChildExit | None = None
+    _poll: select.poll | None = None  # one per child: the trace is read in many short waits
 
     def start(self) -> None:
         report_r, report_w = os.pipe()
@@ -108,6 +110,8 @@ class Child:
         self._report_fd = report_r
         self._reply_fd = reply_w
         os.set_blocking(report_r, False)
+        self._poll = select.poll()
+        self._poll.register(report_r, select.POLLIN)
         _LIVE.add(self)
 
     def _fork(self, env: dict[str, str], report_w: int, reply_r: int) -> ForkedProcess:
@@ -142,22 +146,21 @@ class Child:
     def run_until_parked_or_exit(self, timeout: float) -> dict[str, Any] | None:
         """Read the trace until the child parks (return its message) or exits (None)."""
         deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._report_fd, selectors.EVENT_READ)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise ChildHung(f"no boundary reached and no exit within {timeout:g}s")
-                if not selector.select(remaining):
-                    continue
-                try:
-                    data = os.read(self._report_fd, 1 << 16)
-                except BlockingIOError:
-                    continue
-                if not data:  # every writer closed: the child is gone
-                    return None
-                if self._take(data):
-                    return self.parked
+        assert self._poll is not None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ChildHung(f"no boundary reached and no exit within {timeout:g}s")
+            if not self._poll.poll(max(1, math.ceil(remaining * 1000))):
+                continue
+            try:
+                data = os.read(self._report_fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not data:  # every writer closed: the child is gone
+                return None
+            if self._take(data):
+                return self.parked
 
     def _take(self, data: bytes) -> bool:
         self._buffer += data
@@ -243,6 +246,7 @@ class Child:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._report_fd = self._reply_fd = -1
+        self._poll = None
 
     def __enter__(self) -> Child:
         self.start()

@@ -87,10 +87,15 @@ async def _run(runner: SessionRunner, say: Callable[[str], None]) -> int:
 
 def warm_up() -> None:
     """Do once what every run does first (for the fork server, before it forks):
-    build the parser, and run one empty event loop with the stop handlers
-    installed and removed, so that the objects asyncio creates lazily on its
-    first use exist before the fork instead of in every child."""
-    _parser()
+    build the parser and parse a command line, and run one empty event loop
+    with the stop handlers installed and removed, so that the objects asyncio
+    creates lazily on its first use exist before the fork instead of in every
+    child.  It leaves no state behind but those objects, so running it again
+    (as a child forked ahead does) changes nothing."""
+    # Parsing touches the parser's actions as every child's parse will (the
+    # fork server's children forked ahead run this again to copy those pages
+    # before they are handed a request); the result is thrown away.
+    _parser().parse_args(["warm-up.toml", "--session-dir", "warm-up", "--resume", "--quiet"])
     import faultlab.runtime.backends.sqlite  # noqa: F401 (sqlite3, imported lazily otherwise)
 
     async def empty() -> None:

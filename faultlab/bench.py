@@ -130,6 +130,10 @@ class CrashLoop:
     floor_repetitions: int
     floor_parent_rss_mb: float | None  # a fork's cost grows with the parent's size
     fork_case_vs_floor: float
+    # A SIGKILL case is several processes (crash, repair, resume): the mean
+    # count per fork case, and the fork case per process against the floor.
+    processes_per_case: float
+    fork_process_vs_floor: float
 
 
 def _fork_park_kill() -> float:
@@ -195,10 +199,16 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
         floor_per_case = -(-floor_per_round // len(cases))
         names = [mode for mode, _spawn, _ahead in _MODES]
 
+        children: list[int] = []  # processes per fork case (each left its stderr file)
+
         def timed_case(mode: str, case: Case) -> float:
             started = time.perf_counter()
-            verdicts[run_one(case, references[mode], options[mode]).verdict] += 1
-            return time.perf_counter() - started
+            result = run_one(case, references[mode], options[mode])
+            seconds = time.perf_counter() - started
+            verdicts[result.verdict] += 1
+            if mode == "fork" and "dir" in result.artifacts:
+                children.append(len(list(Path(result.artifacts["dir"]).glob("*.stderr"))))
+            return seconds
 
         def one_round(round_: int) -> dict[str, float]:
             # Finest interleaving: each case in every mode, the order
@@ -246,6 +256,10 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
         floor_repetitions=len(floor),
         floor_parent_rss_mb=rss,
         fork_case_vs_floor=per_case_ms["fork"] / floor_ms,
+        processes_per_case=statistics.fmean(children) if children else 0.0,
+        fork_process_vs_floor=(
+            per_case_ms["fork"] / statistics.fmean(children) / floor_ms if children else 0.0
+        ),
     )
 
 

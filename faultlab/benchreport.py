@@ -72,6 +72,11 @@ def _table_crash_loop(c: Mapping[str, Any]) -> list[str]:
         ),
         _row("fork / exec (cases per second)", f"{c['fork_vs_exec']:.1f}x"),
         _row("fork case / floor", f"{c['fork_case_vs_floor']:.1f}x"),
+        _row(
+            "fork case per process / floor",
+            f"{c['fork_process_vs_floor']:.1f}x",
+            f"{c['processes_per_case']:.2f} processes per case (information)",
+        ),
         _row("forked ahead / forked on request", f"{c['fork_vs_on_request']:.2f}x"),
     ]
 

@@ -10,8 +10,8 @@
 # standard library's to compare).
 #
 # Speed: the line-by-line loop of `parse_log` is the reference.  In front of it
-# `_read_good_prefix` takes the common case in bulk (C-level map/set passes
-# instead of Python work per line): it decodes each line with the same `loads`
+# `_read_good_prefix` takes the common case in bulk (C-level map/set passes over
+# blocks of lines instead of Python work per line): it decodes each line with the same `loads`
 # call on the same bytes, and keeps the longest prefix of lines that are valid
 # events whose seq equals their index.  Those are exactly the lines the
 # reference would turn into events without a problem and without touching any
@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate, repeat
-from operator import itemgetter
+from operator import add, itemgetter
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -245,16 +245,23 @@ class _LaterTurnEnd:
 
 # --- the bulk fast path ----------------------------------------------------------------
 
-_SEQ = itemgetter("seq")
-_TYPE = itemgetter("type")
-_TIME = itemgetter("time")
-_DATA = itemgetter("data")
+# Lines per block: the fast path decodes, checks and turns into events one block
+# at a time, so that a block's objects are still in the CPU caches for each of
+# its C-level passes, and the decoded records of one block die before the next
+# block is decoded (their memory is reused instead of growing the heap).
+_BLOCK = 2048
+_FIELDS = itemgetter("seq", "type", "time", "data")
 _DICT_ONLY = {dict}
 _INT_ONLY = {int}
 _STR_ONLY = {str}
 _FLOAT_ONLY = {float}
 _NUMBERS = frozenset({float, int})
+# Each event type as one shared string: the events keep these (equal) strings
+# instead of one decoded copy per line, which saves memory and the collector's
+# visits to a million small objects.
+_CANONICAL_TYPE: dict[str, str] = {kind: kind for kind in EVENT_TYPES}
 _new = object.__new__
+_ONES = repeat(1)
 # The slot setters of the frozen LogEvent: filling the slots of a bare instance
 # field by field, each in one C-level pass, builds the same values as the
 # dataclass's __init__ (which sets them one object.__setattr__ at a time).
@@ -281,22 +288,23 @@ def _gc_paused() -> Iterator[None]:
 _Columns = tuple[list[Any], list[Any], list[Any], list[Any]]
 
 
-def _columns(records: list[Any]) -> _Columns | None:
-    """The seqs, types, times (as floats) and data of the records if every one
-    is a valid event with seq equal to its index and a time ``float()``
-    accepts, checked and gathered in C-level passes; else None."""
+def _columns(records: list[Any], first: int) -> _Columns | None:
+    """The seqs, types (the shared strings), times (as floats) and data of the
+    records if every one is a valid event with seq ``first`` + its index and a
+    time ``float()`` accepts, checked and gathered in C-level passes; else None."""
     if set(map(type, records)) != _DICT_ONLY:
         return None
     try:
-        seqs = list(map(_SEQ, records))
-        kinds = list(map(_TYPE, records))
-        moments = list(map(_TIME, records))
-        datas = list(map(_DATA, records))
+        seqs, kinds, moments, datas = map(list, zip(*map(_FIELDS, records), strict=True))
+    except (KeyError, ValueError):  # a missing field, or no records at all
+        return None
+    if set(map(type, seqs)) != _INT_ONLY or seqs != list(range(first, first + len(seqs))):
+        return None
+    if set(map(type, kinds)) != _STR_ONLY:
+        return None
+    try:
+        kinds = list(map(_CANONICAL_TYPE.__getitem__, kinds))
     except KeyError:
-        return None
-    if set(map(type, seqs)) != _INT_ONLY or seqs != list(range(len(seqs))):
-        return None
-    if set(map(type, kinds)) != _STR_ONLY or not EVENT_TYPES.issuperset(kinds):
         return None
     if set(map(type, datas)) != _DICT_ONLY:
         return None
@@ -311,19 +319,19 @@ def _columns(records: list[Any]) -> _Columns | None:
     return seqs, kinds, moments, datas
 
 
-def _good_count(records: list[Any]) -> int:
-    """The number of leading records that are valid events with seq equal to
+def _good_count(records: list[Any], first: int) -> int:
+    """The number of leading records that are valid events with seq ``first`` +
     their index and a time ``float()`` accepts (the slow search, for when
     `_columns` says not all of them are)."""
-    for index, obj in enumerate(records):
+    for index, obj in enumerate(records, first):
         if not _is_event(obj) or obj["seq"] != index:
-            return index
+            return index - first
         moment = obj["time"]
         if type(moment) is int:
             try:
                 float(moment)
             except OverflowError:
-                return index
+                return index - first
     return len(records)
 
 
@@ -334,33 +342,47 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
     lines = data.split(_NL)
     del lines[0]  # the header
     lines.pop()  # whatever follows the last newline: b"" or a torn tail
+    events: list[LogEvent] = []
+    pos = header_end + 1  # where the next line starts
+    size = _BLOCK
     with _gc_paused():
-        records: list[Any] = []
-        # Every line goes through `loads` as in the reference.  At the first line
-        # that raises anything, stop: list.extend keeps the lines before it, and
-        # the reference decodes that line again and deals with it as it always has.
-        with contextlib.suppress(Exception):
-            records.extend(map(loads, lines))
-        # Line i starts one byte after the newline that ends line i - 1.
-        offsets = list(accumulate(map((1).__add__, map(len, lines)), initial=header_end + 1))
-        del lines  # the copy of the whole log is no longer needed
-        columns = _columns(records)
-        if columns is None:
-            del records[_good_count(records) :]
-            # No good prefix at all: the reference reads from the first line.
-            columns = _columns(records) if records else None
+        for first in range(0, len(lines), size):
+            block = lines[first : first + size]
+            records: list[Any] = []
+            # Every line goes through `loads` as in the reference.  At the first line
+            # that raises anything, stop: list.extend keeps the lines before it, and
+            # the reference decodes that line again and deals with it as it always has.
+            with contextlib.suppress(Exception):
+                records.extend(map(loads, block))
+            whole = len(records) == len(block)
+            columns = _columns(records, first) if whole else None
             if columns is None:
-                return [], header_end + 1
-        del records  # before the GC resumes: fewer young objects for it to scan
-        count = len(columns[0])
-        end = offsets[count]  # where the last good line ends
-        del offsets[count:]
-        events: list[LogEvent] = list(map(_new, repeat(LogEvent, count)))
-        values = (*columns, range(2, count + 2), offsets)
-        for setter, column in zip(_FIELD_SETTERS, values, strict=True):
-            deque(map(setter, events, column), maxlen=0)
-        del columns, values
-    return events, end
+                whole = False
+                del records[_good_count(records, first) :]
+                if not records:
+                    break
+                columns = _columns(records, first)
+                if columns is None:  # cannot happen: the good records pass
+                    break
+            del records  # before the next block: its memory is reused
+            seqs = columns[0]
+            count = len(seqs)
+            # Line i starts one byte after the newline that ends line i - 1.
+            offsets = list(accumulate(map(add, map(len, block[:count]), _ONES), initial=pos))
+            pos = offsets.pop()
+            # Event i is on line i + 2: the seq objects of the events two further
+            # on already hold those numbers.
+            numbers = seqs[2:]
+            numbers += range(first + len(numbers) + 2, first + count + 2)
+            made = list(map(_new, repeat(LogEvent, count)))
+            for setter, column in zip(_FIELD_SETTERS, (*columns, numbers, offsets), strict=True):
+                deque(map(setter, made, column), maxlen=0)
+            events += made
+            del columns, seqs, numbers, offsets, made, block
+            if not whole:
+                break
+        del lines  # the copy of the whole log
+    return events, pos
 
 
 # --- the reader ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from faultlab.lab import logread
 from faultlab.lab.expected import expected_repair
 from faultlab.lab.logread import (
     CORRUPT_COMMITTED_LOG,
@@ -205,6 +206,31 @@ def test_a_bit_flip_reads_the_same_on_both_paths(data: bytes, where: st.DataObje
     flipped = bytearray(data)
     flipped[at] ^= 1 << where.draw(st.integers(0, 7))
     assert_same(bytes(flipped))
+
+
+@pytest.mark.parametrize("block", [1, 2, 3])
+@settings(max_examples=60)
+@given(data=logs(damaged=True), cut=st.floats(0, 1))
+def test_blocks_of_any_size_read_the_same(block: int, data: bytes, cut: float) -> None:
+    # The fast path works one block of lines at a time (2,048 in use, more than
+    # these logs hold): with tiny blocks, every kind of line falls on a block
+    # boundary, first and last in a block, and a block may end the good prefix.
+    saved = logread._BLOCK
+    logread._BLOCK = block
+    try:
+        for loads in LOADS:
+            assert_same(data, loads)
+            assert_same(data[: int(len(data) * cut)], loads)
+    finally:
+        logread._BLOCK = saved
+
+
+def test_each_event_type_is_one_shared_string() -> None:
+    data = HEADER + b"".join(line(i, TYPES[i % 10]) for i in range(100))
+    for loads in LOADS:
+        fast = parse_log(data, "s", loads=loads)
+        assert repr(fast) == repr(parse_log(data, "s", loads=loads, fast=False))
+        assert len({id(event.type) for event in fast.events}) == len(TYPES)
 
 
 # --- decoders that are not orjson or json ----------------------------------------------

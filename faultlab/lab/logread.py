@@ -250,7 +250,12 @@ class _LaterTurnEnd:
 # its C-level passes, and the decoded records of one block die before the next
 # block is decoded (their memory is reused instead of growing the heap).
 _BLOCK = 2048
-_FIELDS = itemgetter("seq", "type", "time", "data")
+# One itemgetter per field: four plain passes measured faster here than one
+# itemgetter of the four fields and a transposition of the tuples.
+_SEQ = itemgetter("seq")
+_TYPE = itemgetter("type")
+_TIME = itemgetter("time")
+_DATA = itemgetter("data")
 _DICT_ONLY = {dict}
 _INT_ONLY = {int}
 _STR_ONLY = {str}
@@ -295,8 +300,11 @@ def _columns(records: list[Any], first: int) -> _Columns | None:
     if set(map(type, records)) != _DICT_ONLY:
         return None
     try:
-        seqs, kinds, moments, datas = map(list, zip(*map(_FIELDS, records), strict=True))
-    except (KeyError, ValueError):  # a missing field, or no records at all
+        seqs = list(map(_SEQ, records))
+        kinds = list(map(_TYPE, records))
+        moments = list(map(_TIME, records))
+        datas = list(map(_DATA, records))
+    except KeyError:
         return None
     if set(map(type, seqs)) != _INT_ONLY or seqs != list(range(first, first + len(seqs))):
         return None

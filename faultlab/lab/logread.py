@@ -245,11 +245,13 @@ class _LaterTurnEnd:
 
 # --- the bulk fast path ----------------------------------------------------------------
 
-# Lines per block: the fast path decodes, checks and turns into events one block
-# at a time, so that a block's objects are still in the CPU caches for each of
-# its C-level passes, and the decoded records of one block die before the next
-# block is decoded (their memory is reused instead of growing the heap).
-_BLOCK = 2048
+# Bytes per block: the fast path splits, decodes, checks and turns into events
+# the complete lines of one window of the log at a time (about 1,600 token-sized
+# events), so that a block's objects are still in the CPU caches for each of
+# its C-level passes, and the lines and decoded records of one block die before
+# the next block is read: their memory is reused instead of growing the heap
+# by a copy of the whole log and a record per line.
+_WINDOW = 256 * 1024
 # One itemgetter per field: four plain passes measured faster here than one
 # itemgetter of the four fields and a transposition of the tuples.
 _SEQ = itemgetter("seq")
@@ -347,15 +349,20 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
     """The events of the longest run of complete lines after the header that
     are valid events with seqs 0, 1, 2, ..., and the offset where that run
     ends: exactly what the line-by-line loop would make of those lines."""
-    lines = data.split(_NL)
-    del lines[0]  # the header
-    lines.pop()  # whatever follows the last newline: b"" or a torn tail
     events: list[LogEvent] = []
     pos = header_end + 1  # where the next line starts
-    size = _BLOCK
+    window = _WINDOW
     with _gc_paused():
-        for first in range(0, len(lines), size):
-            block = lines[first : first + size]
+        while True:
+            # The block: the complete lines that start in the next `window` bytes
+            # (at least one, however long), split like data.split(b"\n") would.
+            stop = data.rfind(_NL, pos, pos + window)
+            if stop < 0:
+                stop = data.find(_NL, pos)
+                if stop < 0:
+                    break  # no complete line left: whatever is left is a torn tail
+            block = data[pos:stop].split(_NL)
+            first = len(events)
             records: list[Any] = []
             # Every line goes through `loads` as in the reference.  At the first line
             # that raises anything, stop: list.extend keeps the lines before it, and
@@ -389,7 +396,6 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
             del columns, seqs, numbers, offsets, made, block
             if not whole:
                 break
-        del lines  # the copy of the whole log
     return events, pos
 
 

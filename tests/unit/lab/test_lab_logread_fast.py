@@ -208,21 +208,39 @@ def test_a_bit_flip_reads_the_same_on_both_paths(data: bytes, where: st.DataObje
     assert_same(bytes(flipped))
 
 
-@pytest.mark.parametrize("block", [1, 2, 3])
+@pytest.mark.parametrize("window", [1, 2, 80, 200])
 @settings(max_examples=60)
 @given(data=logs(damaged=True), cut=st.floats(0, 1))
-def test_blocks_of_any_size_read_the_same(block: int, data: bytes, cut: float) -> None:
-    # The fast path works one block of lines at a time (2,048 in use, more than
-    # these logs hold): with tiny blocks, every kind of line falls on a block
-    # boundary, first and last in a block, and a block may end the good prefix.
-    saved = logread._BLOCK
-    logread._BLOCK = block
+def test_blocks_of_any_size_read_the_same(window: int, data: bytes, cut: float) -> None:
+    # The fast path works on the lines of one window of bytes at a time (256 KiB
+    # in use, more than these logs hold): with tiny windows, every kind of line
+    # falls on a block boundary, first and last in a block, a line is longer
+    # than the window, and a block may end the good prefix.
+    saved = logread._WINDOW
+    logread._WINDOW = window
     try:
         for loads in LOADS:
             assert_same(data, loads)
             assert_same(data[: int(len(data) * cut)], loads)
     finally:
-        logread._BLOCK = saved
+        logread._WINDOW = saved
+
+
+@pytest.mark.parametrize("window", [1, 80, 200])
+@settings(max_examples=40)
+@given(data=logs(damaged=False), cut=st.floats(0, 1))
+def test_the_fast_path_takes_every_line_of_a_valid_log_whatever_the_window(
+    window: int, data: bytes, cut: float
+) -> None:
+    data = data[: max(len(HEADER), int(len(data) * cut))]
+    saved = logread._WINDOW
+    logread._WINDOW = window
+    try:
+        events, end = _read_good_prefix(data, len(HEADER) - 1, orjson.loads)
+    finally:
+        logread._WINDOW = saved
+    reference = parse_log(data, "s", fast=False)
+    assert events == list(reference.events) and end == reference.valid_size
 
 
 def test_each_event_type_is_one_shared_string() -> None:

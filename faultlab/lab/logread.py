@@ -308,8 +308,14 @@ def _columns(records: list[Any], first: int) -> _Columns | None:
         datas = list(map(_DATA, records))
     except KeyError:
         return None
-    if set(map(type, seqs)) != _INT_ONLY or seqs != list(range(first, first + len(seqs))):
+    if set(map(type, seqs)) != _INT_ONLY:
         return None
+    # The events keep these equal ints (made for the comparison anyway); the
+    # decoded ones die with their records.
+    numbers = list(range(first, first + len(seqs)))
+    if seqs != numbers:
+        return None
+    seqs = numbers
     if set(map(type, kinds)) != _STR_ONLY:
         return None
     try:
@@ -318,9 +324,9 @@ def _columns(records: list[Any], first: int) -> _Columns | None:
         return None
     if set(map(type, datas)) != _DICT_ONLY:
         return None
-    numbers = set(map(type, moments))
-    if numbers != _FLOAT_ONLY:
-        if not _NUMBERS.issuperset(numbers):
+    kinds_of_time = set(map(type, moments))
+    if kinds_of_time != _FLOAT_ONLY:
+        if not _NUMBERS.issuperset(kinds_of_time):
             return None
         try:
             moments = list(map(float, moments))

@@ -278,15 +278,16 @@ _FIELD_SETTERS = tuple(
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Keep the cyclic GC from scanning, again and again, the millions of young
-    objects a big log decodes into while they are being built (it was most of
-    the time); it scans them once when it resumes.  The previous state is put
-    back whatever happens, so a caller that had it off keeps it off."""
+def _gc_paused() -> Iterator[bool]:
+    """Keep the cyclic GC's automatic collections from scanning, again and
+    again, the millions of young objects a big log decodes into while they are
+    being built (it was most of the time); yields whether it was enabled.  The
+    previous state is put back whatever happens, so a caller that had it off
+    keeps it off (and `_read_good_prefix` then runs no collection either)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        yield
+        yield was_enabled
     finally:
         if was_enabled:
             gc.enable()
@@ -358,7 +359,7 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
     events: list[LogEvent] = []
     pos = header_end + 1  # where the next line starts
     window = _WINDOW
-    with _gc_paused():
+    with _gc_paused() as collecting:
         while True:
             # The block: the complete lines that start in the next `window` bytes
             # (at least one, however long), split like data.split(b"\n") would.
@@ -367,6 +368,12 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
                 stop = data.find(_NL, pos)
                 if stop < 0:
                     break  # no complete line left: whatever is left is a torn tail
+            if collecting and events:
+                # The young generations hold the events of the previous block
+                # (its records are gone): sweep them while they are still in
+                # the caches.  They move to the oldest generation, so no young
+                # collection scans them again.
+                gc.collect(1)
             block = data[pos:stop].split(_NL)
             first = len(events)
             records: list[Any] = []

@@ -361,6 +361,33 @@ def test_the_gc_state_is_restored(enabled: bool) -> None:
         gc.enable() if was else gc.disable()
 
 
+def _in_young_generations(events: Sequence[LogEvent]) -> int:
+    young = {id(obj) for generation in (0, 1) for obj in gc.get_objects(generation)}
+    return sum(id(event) in young for event in events)
+
+
+def test_a_big_log_s_events_leave_the_young_generations_block_by_block() -> None:
+    # Each block's events are swept once, while hot, and moved to the oldest
+    # generation: only the last block's are left for the young collections.
+    data = HEADER + b"".join(line(i, "assistant/chunk", {"i": i}) for i in range(60))
+    saved, was = logread._WINDOW, gc.isenabled()
+    logread._WINDOW = 300  # about five lines a block
+    try:
+        gc.enable()
+        events = parse_log(data, "s").events
+        assert len(events) == 60
+        assert _in_young_generations(events) <= 5
+        # ...and with the collector off, the reader runs no collection at all.
+        gc.disable()
+        before = [stats["collections"] for stats in gc.get_stats()]
+        events = parse_log(data, "s").events
+        assert [stats["collections"] for stats in gc.get_stats()] == before
+        assert len(events) == 60 and _in_young_generations(events) == 60
+    finally:
+        logread._WINDOW = saved
+        gc.enable() if was else gc.disable()
+
+
 # --- expected repair looks at the last turn only -----------------------------------------
 
 

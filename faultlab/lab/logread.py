@@ -11,8 +11,10 @@
 #
 # Speed: the line-by-line loop of `parse_log` is the reference.  In front of it
 # `_read_good_prefix` takes the common case in bulk (C-level map/set passes over
-# blocks of lines instead of Python work per line): it decodes each line with the same `loads`
-# call on the same bytes, and keeps the longest prefix of lines that are valid
+# blocks of lines instead of Python work per line; docs/log-reader.md says what
+# a caller can see of it: memory, shared type strings, the garbage collector):
+# it decodes each line with the same `loads` call on the same bytes, and keeps
+# the longest prefix of lines that are valid
 # events whose seq equals their index.  Those are exactly the lines the
 # reference would turn into events without a problem and without touching any
 # other state, so the reference resumes after them (at once, for an intact log

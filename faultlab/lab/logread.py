@@ -361,6 +361,7 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
     events: list[LogEvent] = []
     pos = header_end + 1  # where the next line starts
     window = _WINDOW
+    swept = False  # whether a block was swept (the log spans more than one window)
     with _gc_paused() as collecting:
         while True:
             # The block: the complete lines that start in the next `window` bytes
@@ -376,6 +377,7 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
                 # the caches.  They move to the oldest generation, so no young
                 # collection scans them again.
                 gc.collect(1)
+                swept = True
             block = data[pos:stop].split(_NL)
             first = len(events)
             records: list[Any] = []
@@ -411,6 +413,12 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
             del columns, seqs, numbers, offsets, made, block
             if not whole:
                 break
+        if swept:
+            # The last block too: else the first automatic collection after the
+            # resume would find the young generations over their threshold and,
+            # as the explicit ones raised the oldest generation's count, make it
+            # a full collection of the whole heap at once.
+            gc.collect(1)
     return events, pos
 
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from faultlab.benchlog import TOOLS_TOML, write_synthetic_log
+from faultlab.benchlog import TOOLS_TOML, SyntheticLog, write_synthetic_log
 from faultlab.benchreport import acceptance, table, write_json
 from faultlab.lab import api
 from faultlab.lab.expected import expected_repair
@@ -54,6 +54,7 @@ __all__ = [
     "ExploreJobs",
     "LogReload",
     "PolicyRun",
+    "ReloadShape",
     "acceptance",
     "checkpoint_cost",
     "crash_loop",
@@ -335,8 +336,27 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
 
 
 @dataclass(frozen=True, slots=True)
+class ReloadShape:
+    """The same measurement on the informational log of larger events
+    (`faultlab.benchlog`'s "documents" shape): no target, it shows how the
+    throughput depends on the size of an event."""
+
+    shape: str
+    megabytes: float
+    events: int
+    bytes_per_event: float
+    orjson_seconds: tuple[float, ...]
+    json_seconds: tuple[float, ...]
+    orjson_mb_per_s: float
+    json_mb_per_s: float
+    orjson_vs_json: float
+
+
+@dataclass(frozen=True, slots=True)
 class LogReload:
-    """Read + parse + expected repair of one generated log, orjson vs json."""
+    """Read + parse + expected repair of one generated log, orjson vs json
+    (the acceptance figures: the log of token-sized chunks), and the same on
+    a log of larger events for information."""
 
     megabytes: float  # 10**6 bytes
     events: int
@@ -347,42 +367,73 @@ class LogReload:
     orjson_mb_per_s: float
     json_mb_per_s: float
     orjson_vs_json: float
+    bytes_per_event: float
+    documents: ReloadShape
 
 
-def log_reload(quick: bool, *, say: Say = _quiet) -> LogReload:
-    """Reload a ~100 MB session log (quick: ~4 MB) and compute its expected
-    repair, with orjson and with the standard library's json."""
-    size = 4_000_000 if quick else 100_000_000
-    rounds = 3
+def _reload_rounds(
+    directory: Path, size: int, shape: str, rounds: int, say: Say
+) -> tuple[SyntheticLog, list[float], list[float]]:
+    """Generate a log of `shape`, then time read + parse + expected repair of
+    it with orjson and with json, side by side; the log is deleted after."""
     tools = {
         spec.name: spec
         for spec in parse_scenario(
             'name = "bench"\n' + TOOLS_TOML + '[[turns]]\nuser = "u"\n[[turns.steps]]\ntext = "t"\n'
         ).tools
     }
+    log = write_synthetic_log(directory / f"session-{shape}.jsonl", size, shape=shape)
+    say(f"log reload: generated {log.size / 1e6:.1f} MB of {shape}, {log.events} events")
+
+    def reload(loads: Loads) -> Callable[[], float]:
+        def run() -> float:
+            started = time.perf_counter()
+            view = read_log_file(log.path, loads=loads)
+            repair = expected_repair(view.events, tools)
+            seconds = time.perf_counter() - started
+            if view.problems or len(view.events) != log.events or len(repair.results) != 2:
+                raise BenchError(f"the generated log did not read back cleanly: {view.path}")
+            del view
+            return seconds
+
+        return run
+
+    try:
+        fast, slow = _side_by_side(rounds, [reload(orjson.loads), reload(json.loads)])
+    finally:
+        log.path.unlink(missing_ok=True)
+    return log, fast, slow
+
+
+def log_reload(quick: bool, *, say: Say = _quiet) -> LogReload:
+    """Reload a ~100 MB session log (quick: ~4 MB) and compute its expected
+    repair, with orjson and with the standard library's json; the same on a
+    log of larger events of the same size, for information."""
+    size = 4_000_000 if quick else 100_000_000
+    # Five rounds: on this 2-core VM the same reload varies by +-20% from run
+    # to run (other work, page faults of a fresh heap every time).
+    rounds = 3 if quick else 5
     directory = Path(tempfile.mkdtemp(prefix="faultlab-bench-"))
     try:
-        log = write_synthetic_log(directory / "session.jsonl", size)
-        say(f"log reload: generated {log.size / 1e6:.1f} MB, {log.events} events")
-
-        def reload(loads: Loads) -> Callable[[], float]:
-            def run() -> float:
-                started = time.perf_counter()
-                view = read_log_file(log.path, loads=loads)
-                repair = expected_repair(view.events, tools)
-                seconds = time.perf_counter() - started
-                if view.problems or len(view.events) != log.events or len(repair.results) != 2:
-                    raise BenchError(f"the generated log did not read back cleanly: {view.path}")
-                del view
-                return seconds
-
-            return run
-
-        fast, slow = _side_by_side(rounds, [reload(orjson.loads), reload(json.loads)])
+        log, fast, slow = _reload_rounds(directory, size, "chunks", rounds, say)
+        doc_log, doc_fast, doc_slow = _reload_rounds(directory, size, "documents", rounds, say)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     megabytes = log.size / 1e6
     fast_s, slow_s = _median(fast), _median(slow)
+    doc_megabytes = doc_log.size / 1e6
+    doc_fast_s, doc_slow_s = _median(doc_fast), _median(doc_slow)
+    documents = ReloadShape(
+        shape="documents",
+        megabytes=doc_megabytes,
+        events=doc_log.events,
+        bytes_per_event=doc_log.size / doc_log.events,
+        orjson_seconds=tuple(doc_fast),
+        json_seconds=tuple(doc_slow),
+        orjson_mb_per_s=doc_megabytes / doc_fast_s,
+        json_mb_per_s=doc_megabytes / doc_slow_s,
+        orjson_vs_json=doc_slow_s / doc_fast_s,
+    )
     return LogReload(
         megabytes=megabytes,
         events=log.events,
@@ -393,6 +444,8 @@ def log_reload(quick: bool, *, say: Say = _quiet) -> LogReload:
         orjson_mb_per_s=megabytes / fast_s,
         json_mb_per_s=megabytes / slow_s,
         orjson_vs_json=slow_s / fast_s,
+        bytes_per_event=log.size / log.events,
+        documents=documents,
     )
 
 

@@ -4,6 +4,13 @@
 # message with tool calls, their tool/call and tool/result events, and a final
 # answer; the last turn is left open after a durable call with no result, so
 # crash repair has work to do.  Deterministic for a given size.
+#
+# Two shapes: "chunks" (the acceptance log: mostly token-sized
+# `assistant/chunk` events, about 160 bytes an event, the worst case for a
+# reader that builds an object per event) and "documents" (informational:
+# answers streamed in sentence-sized deltas and tool results that are whole
+# files of a few KB, with newlines, quotes and indentation to escape, as in the
+# logs of agents that read and write code).
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +21,9 @@ from typing import Any
 
 import orjson
 
-__all__ = ["TOOLS_TOML", "SyntheticLog", "write_synthetic_log"]
+__all__ = ["SHAPES", "TOOLS_TOML", "SyntheticLog", "write_synthetic_log"]
+
+SHAPES = ("chunks", "documents")
 
 # The tools the log calls, as a scenario's [tools] tables (for expected_repair).
 TOOLS_TOML = """
@@ -54,8 +63,9 @@ class SyntheticLog:
 
 
 class _Writer:
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, *, documents: bool) -> None:
         self.rng = rng
+        self.documents = documents
         self.seq = 0
         self.time = 1_796_010_133.0
         self.lines: list[bytes] = []
@@ -74,9 +84,28 @@ class _Writer:
     def text(self, low: int, high: int) -> str:
         return " ".join(self.rng.choices(_WORDS, k=self.rng.randint(low, high)))
 
+    def file(self, low: int, high: int) -> str:
+        """Source-file-like text: indented lines with quotes and comments."""
+        rng = self.rng
+        rows = []
+        for _ in range(rng.randint(low, high)):
+            words = rng.choices(_WORDS, k=rng.randint(2, 9))
+            indent = "    " * rng.randint(0, 3)
+            if rng.random() < 0.3:
+                rows.append(f"{indent}# {' '.join(words)}")
+            else:
+                rows.append(f'{indent}{words[0]}_{len(rows)} = "{" ".join(words[1:])}"')
+        return "\n".join(rows) + "\n"
+
     def stream(self, turn: int, step: int, low: int, high: int) -> str:
-        """Log `assistant/chunk` events (token-sized deltas); return the text."""
-        deltas = [word + " " for word in self.rng.choices(_WORDS, k=self.rng.randint(low, high))]
+        """Log `assistant/chunk` events (token-sized deltas; sentence-sized for
+        the documents shape); return the text."""
+        if self.documents:
+            count = self.rng.randint(max(1, low // 10), max(1, high // 10))
+            deltas = [self.text(15, 50) + ". " for _ in range(count)]
+        else:
+            words = self.rng.choices(_WORDS, k=self.rng.randint(low, high))
+            deltas = [word + " " for word in words]
         for index, delta in enumerate(deltas):
             self.event(
                 "assistant/chunk", {"turn": turn, "step": step, "index": index, "delta": delta}
@@ -122,7 +151,8 @@ class _Writer:
             "turn": turn,
             "step": step,
             "callId": call_id,
-            "content": self.text(20, 300),  # a search hit, a file, a forecast
+            # a search hit, a file, a forecast
+            "content": self.file(30, 150) if self.documents else self.text(20, 300),
             "isError": False,
             "sourceEventSeqs": [cites],
         }
@@ -171,9 +201,14 @@ class _Writer:
         return data
 
 
-def write_synthetic_log(path: Path, size: int, *, seed: int = 4) -> SyntheticLog:
-    """Write a log of at least `size` bytes (a little more: whole turns) to `path`."""
-    writer = _Writer(random.Random(seed))
+def write_synthetic_log(
+    path: Path, size: int, *, seed: int = 4, shape: str = "chunks"
+) -> SyntheticLog:
+    """Write a log of at least `size` bytes (a little more: whole turns) to
+    `path`, of one of the `SHAPES`."""
+    if shape not in SHAPES:
+        raise ValueError(f"shape: unknown log shape {shape!r} (shapes: {', '.join(SHAPES)})")
+    writer = _Writer(random.Random(seed), documents=shape == "documents")
     header = {"type": "session", "format": 1, "id": "bench", "createdAt": writer.time}
     written = 0
     turns = 0

@@ -93,13 +93,23 @@ def _table_explore_jobs(c: Mapping[str, Any]) -> list[str]:
 
 
 def _table_log_reload(c: Mapping[str, Any]) -> list[str]:
-    return [
-        f"log reload + expected repair: {c['megabytes']:.1f} MB, {c['events']} events, "
-        f"{c['turns']} turns x {c['rounds']} round(s)",
+    per_event = f" ({size:.0f} B/event)" if (size := c.get("bytes_per_event")) else ""
+    lines = [
+        f"log reload + expected repair: {c['megabytes']:.1f} MB, {c['events']} events"
+        f"{per_event}, {c['turns']} turns x {c['rounds']} round(s)",
         _row("orjson", f"{c['orjson_mb_per_s']:.1f} MB/s"),
         _row("json (standard library)", f"{c['json_mb_per_s']:.1f} MB/s"),
         _row("orjson / json", f"{c['orjson_vs_json']:.2f}x"),
     ]
+    if (d := c.get("documents")) is not None:
+        lines += [
+            f"  for information, no target: {d['megabytes']:.1f} MB of larger events "
+            f"({d['shape']}), {d['events']} events ({d['bytes_per_event']:.0f} B/event)",
+            _row("  orjson", f"{d['orjson_mb_per_s']:.1f} MB/s"),
+            _row("  json (standard library)", f"{d['json_mb_per_s']:.1f} MB/s"),
+            _row("  orjson / json", f"{d['orjson_vs_json']:.2f}x"),
+        ]
+    return lines
 
 
 def _table_checkpoint_cost(c: Mapping[str, Any]) -> list[str]:

@@ -10,9 +10,11 @@
 # standard library's to compare).
 #
 # Speed: the line-by-line loop of `parse_log` is the reference.  In front of it
-# `_read_good_prefix` takes the common case in bulk (C-level map/set passes
-# instead of Python work per line): it decodes each line with the same `loads`
-# call on the same bytes, and keeps the longest prefix of lines that are valid
+# `_read_good_prefix` takes the common case in bulk (C-level map/set passes over
+# blocks of lines instead of Python work per line; docs/log-reader.md says what
+# a caller can see of it: memory, shared type strings, the garbage collector):
+# it decodes each line with the same `loads` call on the same bytes, and keeps
+# the longest prefix of lines that are valid
 # events whose seq equals their index.  Those are exactly the lines the
 # reference would turn into events without a problem and without touching any
 # other state, so the reference resumes after them (at once, for an intact log
@@ -25,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate, repeat
-from operator import itemgetter
+from operator import add, itemgetter
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -245,6 +247,15 @@ class _LaterTurnEnd:
 
 # --- the bulk fast path ----------------------------------------------------------------
 
+# Bytes per block: the fast path splits, decodes, checks and turns into events
+# the complete lines of one window of the log at a time (about 1,600 token-sized
+# events), so that a block's objects are still in the CPU caches for each of
+# its C-level passes, and the lines and decoded records of one block die before
+# the next block is read: their memory is reused instead of growing the heap
+# by a copy of the whole log and a record per line.
+_WINDOW = 256 * 1024
+# One itemgetter per field: four plain passes measured faster here than one
+# itemgetter of the four fields and a transposition of the tuples.
 _SEQ = itemgetter("seq")
 _TYPE = itemgetter("type")
 _TIME = itemgetter("time")
@@ -254,7 +265,12 @@ _INT_ONLY = {int}
 _STR_ONLY = {str}
 _FLOAT_ONLY = {float}
 _NUMBERS = frozenset({float, int})
+# Each event type as one shared string: the events keep these (equal) strings
+# instead of one decoded copy per line, which saves a string object an event
+# (memory, page faults, cache misses for whatever walks the events).
+_CANONICAL_TYPE: dict[str, str] = {kind: kind for kind in EVENT_TYPES}
 _new = object.__new__
+_ONES = repeat(1)
 # The slot setters of the frozen LogEvent: filling the slots of a bare instance
 # field by field, each in one C-level pass, builds the same values as the
 # dataclass's __init__ (which sets them one object.__setattr__ at a time).
@@ -264,15 +280,16 @@ _FIELD_SETTERS = tuple(
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Keep the cyclic GC from scanning, again and again, the millions of young
-    objects a big log decodes into while they are being built (it was most of
-    the time); it scans them once when it resumes.  The previous state is put
-    back whatever happens, so a caller that had it off keeps it off."""
+def _gc_paused() -> Iterator[bool]:
+    """Keep the cyclic GC's automatic collections from scanning, again and
+    again, the millions of young objects a big log decodes into while they are
+    being built (it was most of the time); yields whether it was enabled.  The
+    previous state is put back whatever happens, so a caller that had it off
+    keeps it off (and `_read_good_prefix` then runs no collection either)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        yield
+        yield was_enabled
     finally:
         if was_enabled:
             gc.enable()
@@ -281,10 +298,10 @@ def _gc_paused() -> Iterator[None]:
 _Columns = tuple[list[Any], list[Any], list[Any], list[Any]]
 
 
-def _columns(records: list[Any]) -> _Columns | None:
-    """The seqs, types, times (as floats) and data of the records if every one
-    is a valid event with seq equal to its index and a time ``float()``
-    accepts, checked and gathered in C-level passes; else None."""
+def _columns(records: list[Any], first: int) -> _Columns | None:
+    """The seqs, types (the shared strings), times (as floats) and data of the
+    records if every one is a valid event with seq ``first`` + its index and a
+    time ``float()`` accepts, checked and gathered in C-level passes; else None."""
     if set(map(type, records)) != _DICT_ONLY:
         return None
     try:
@@ -294,15 +311,25 @@ def _columns(records: list[Any]) -> _Columns | None:
         datas = list(map(_DATA, records))
     except KeyError:
         return None
-    if set(map(type, seqs)) != _INT_ONLY or seqs != list(range(len(seqs))):
+    if set(map(type, seqs)) != _INT_ONLY:
         return None
-    if set(map(type, kinds)) != _STR_ONLY or not EVENT_TYPES.issuperset(kinds):
+    # The events keep these equal ints (made for the comparison anyway); the
+    # decoded ones die with their records.
+    numbers = list(range(first, first + len(seqs)))
+    if seqs != numbers:
+        return None
+    seqs = numbers
+    if set(map(type, kinds)) != _STR_ONLY:
+        return None
+    try:
+        kinds = list(map(_CANONICAL_TYPE.__getitem__, kinds))
+    except KeyError:
         return None
     if set(map(type, datas)) != _DICT_ONLY:
         return None
-    numbers = set(map(type, moments))
-    if numbers != _FLOAT_ONLY:
-        if not _NUMBERS.issuperset(numbers):
+    kinds_of_time = set(map(type, moments))
+    if kinds_of_time != _FLOAT_ONLY:
+        if not _NUMBERS.issuperset(kinds_of_time):
             return None
         try:
             moments = list(map(float, moments))
@@ -311,19 +338,19 @@ def _columns(records: list[Any]) -> _Columns | None:
     return seqs, kinds, moments, datas
 
 
-def _good_count(records: list[Any]) -> int:
-    """The number of leading records that are valid events with seq equal to
+def _good_count(records: list[Any], first: int) -> int:
+    """The number of leading records that are valid events with seq ``first`` +
     their index and a time ``float()`` accepts (the slow search, for when
     `_columns` says not all of them are)."""
-    for index, obj in enumerate(records):
+    for index, obj in enumerate(records, first):
         if not _is_event(obj) or obj["seq"] != index:
-            return index
+            return index - first
         moment = obj["time"]
         if type(moment) is int:
             try:
                 float(moment)
             except OverflowError:
-                return index
+                return index - first
     return len(records)
 
 
@@ -331,36 +358,68 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
     """The events of the longest run of complete lines after the header that
     are valid events with seqs 0, 1, 2, ..., and the offset where that run
     ends: exactly what the line-by-line loop would make of those lines."""
-    lines = data.split(_NL)
-    del lines[0]  # the header
-    lines.pop()  # whatever follows the last newline: b"" or a torn tail
-    with _gc_paused():
-        records: list[Any] = []
-        # Every line goes through `loads` as in the reference.  At the first line
-        # that raises anything, stop: list.extend keeps the lines before it, and
-        # the reference decodes that line again and deals with it as it always has.
-        with contextlib.suppress(Exception):
-            records.extend(map(loads, lines))
-        # Line i starts one byte after the newline that ends line i - 1.
-        offsets = list(accumulate(map((1).__add__, map(len, lines)), initial=header_end + 1))
-        del lines  # the copy of the whole log is no longer needed
-        columns = _columns(records)
-        if columns is None:
-            del records[_good_count(records) :]
-            # No good prefix at all: the reference reads from the first line.
-            columns = _columns(records) if records else None
+    events: list[LogEvent] = []
+    pos = header_end + 1  # where the next line starts
+    window = _WINDOW
+    swept = False  # whether a block was swept (the log spans more than one window)
+    with _gc_paused() as collecting:
+        while True:
+            # The block: the complete lines that start in the next `window` bytes
+            # (at least one, however long), split like data.split(b"\n") would.
+            stop = data.rfind(_NL, pos, pos + window)
+            if stop < 0:
+                stop = data.find(_NL, pos)
+                if stop < 0:
+                    break  # no complete line left: whatever is left is a torn tail
+            if collecting and events:
+                # The young generations hold the events of the previous block
+                # (its records are gone): sweep them while they are still in
+                # the caches.  They move to the oldest generation, so no young
+                # collection scans them again.
+                gc.collect(1)
+                swept = True
+            block = data[pos:stop].split(_NL)
+            first = len(events)
+            records: list[Any] = []
+            # Every line goes through `loads` as in the reference.  At the first line
+            # that raises anything, stop: list.extend keeps the lines before it, and
+            # the reference decodes that line again and deals with it as it always has.
+            with contextlib.suppress(Exception):
+                records.extend(map(loads, block))
+            whole = len(records) == len(block)
+            columns = _columns(records, first) if whole else None
             if columns is None:
-                return [], header_end + 1
-        del records  # before the GC resumes: fewer young objects for it to scan
-        count = len(columns[0])
-        end = offsets[count]  # where the last good line ends
-        del offsets[count:]
-        events: list[LogEvent] = list(map(_new, repeat(LogEvent, count)))
-        values = (*columns, range(2, count + 2), offsets)
-        for setter, column in zip(_FIELD_SETTERS, values, strict=True):
-            deque(map(setter, events, column), maxlen=0)
-        del columns, values
-    return events, end
+                whole = False
+                del records[_good_count(records, first) :]
+                if not records:
+                    break
+                columns = _columns(records, first)
+                if columns is None:  # cannot happen: the good records pass
+                    break
+            del records  # before the next block: its memory is reused
+            seqs = columns[0]
+            count = len(seqs)
+            # Line i starts one byte after the newline that ends line i - 1.
+            offsets = list(accumulate(map(add, map(len, block[:count]), _ONES), initial=pos))
+            pos = offsets.pop()
+            # Event i is on line i + 2: the seq objects of the events two further
+            # on already hold those numbers.
+            numbers = seqs[2:]
+            numbers += range(first + len(numbers) + 2, first + count + 2)
+            made = list(map(_new, repeat(LogEvent, count)))
+            for setter, column in zip(_FIELD_SETTERS, (*columns, numbers, offsets), strict=True):
+                deque(map(setter, made, column), maxlen=0)
+            events += made
+            del columns, seqs, numbers, offsets, made, block
+            if not whole:
+                break
+        if swept:
+            # The last block too: else the first automatic collection after the
+            # resume would find the young generations over their threshold and,
+            # as the explicit ones raised the oldest generation's count, make it
+            # a full collection of the whole heap at once.
+            gc.collect(1)
+    return events, pos
 
 
 # --- the reader ------------------------------------------------------------------------

@@ -39,9 +39,21 @@ def test_bench_quick_writes_every_section(tmp_path: Path) -> None:
     assert all(run["fsyncs"] >= 1 for run in turn_only)
     assert isinstance(cost["semantic_fsyncs_constant"], bool)
     assert written["explore_jobs"]["all_passed"] is True
-    assert written["log_reload"]["events"] > 0
+    reload = written["log_reload"]
+    assert reload["events"] > 0 and reload["bytes_per_event"] > 0
+    # the informational log of larger events, measured the same way
+    documents = reload["documents"]
+    assert documents["shape"] == "documents" and documents["events"] > 0
+    assert documents["bytes_per_event"] > reload["bytes_per_event"]
+    for key in ("orjson_mb_per_s", "json_mb_per_s", "orjson_vs_json"):
+        assert isinstance(documents[key], float) and documents[key] > 0, key
+    assert len(documents["orjson_seconds"]) == len(documents["json_seconds"]) == reload["rounds"]
+    checks = written["acceptance"]
+    judged = {c["figure"]: c["value"] for c in checks if c["section"] == "log_reload"}
+    assert judged == {k: reload[k] for k in ("orjson_vs_json", "orjson_mb_per_s")}
     assert {c["figure"] for c in written["acceptance"]} >= {"fork_vs_exec", "speedup"}
-    for heading in ("crash loop", "explore", "log reload", "checkpoint cost", "fork / exec"):
+    headings = ("crash loop", "explore", "log reload", "larger events", "checkpoint cost")
+    for heading in (*headings, "fork / exec"):
         assert heading in result.stderr
     assert not list(out.parent.glob(".*.tmp"))  # the atomic write left no temp file
 

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from faultlab.lab import logread
 from faultlab.lab.expected import expected_repair
 from faultlab.lab.logread import (
     CORRUPT_COMMITTED_LOG,
@@ -207,6 +208,49 @@ def test_a_bit_flip_reads_the_same_on_both_paths(data: bytes, where: st.DataObje
     assert_same(bytes(flipped))
 
 
+@pytest.mark.parametrize("window", [1, 2, 80, 200])
+@settings(max_examples=60)
+@given(data=logs(damaged=True), cut=st.floats(0, 1))
+def test_blocks_of_any_size_read_the_same(window: int, data: bytes, cut: float) -> None:
+    # The fast path works on the lines of one window of bytes at a time (256 KiB
+    # in use, more than these logs hold): with tiny windows, every kind of line
+    # falls on a block boundary, first and last in a block, a line is longer
+    # than the window, and a block may end the good prefix.
+    saved = logread._WINDOW
+    logread._WINDOW = window
+    try:
+        for loads in LOADS:
+            assert_same(data, loads)
+            assert_same(data[: int(len(data) * cut)], loads)
+    finally:
+        logread._WINDOW = saved
+
+
+@pytest.mark.parametrize("window", [1, 80, 200])
+@settings(max_examples=40)
+@given(data=logs(damaged=False), cut=st.floats(0, 1))
+def test_the_fast_path_takes_every_line_of_a_valid_log_whatever_the_window(
+    window: int, data: bytes, cut: float
+) -> None:
+    data = data[: max(len(HEADER), int(len(data) * cut))]
+    saved = logread._WINDOW
+    logread._WINDOW = window
+    try:
+        events, end = _read_good_prefix(data, len(HEADER) - 1, orjson.loads)
+    finally:
+        logread._WINDOW = saved
+    reference = parse_log(data, "s", fast=False)
+    assert events == list(reference.events) and end == reference.valid_size
+
+
+def test_each_event_type_is_one_shared_string() -> None:
+    data = HEADER + b"".join(line(i, TYPES[i % 10]) for i in range(100))
+    for loads in LOADS:
+        fast = parse_log(data, "s", loads=loads)
+        assert repr(fast) == repr(parse_log(data, "s", loads=loads, fast=False))
+        assert len({id(event.type) for event in fast.events}) == len(TYPES)
+
+
 # --- decoders that are not orjson or json ----------------------------------------------
 
 
@@ -314,6 +358,33 @@ def test_the_gc_state_is_restored(enabled: bool) -> None:
             parse_log(data, "s", loads=interrupted)
         assert gc.isenabled() is enabled
     finally:
+        gc.enable() if was else gc.disable()
+
+
+def _in_young_generations(events: Sequence[LogEvent]) -> int:
+    young = {id(obj) for generation in (0, 1) for obj in gc.get_objects(generation)}
+    return sum(id(event) in young for event in events)
+
+
+def test_a_big_log_s_events_leave_the_young_generations_block_by_block() -> None:
+    # Each block's events are swept once, while hot, and moved to the oldest
+    # generation, the last block's too: none is left for the young collections.
+    data = HEADER + b"".join(line(i, "assistant/chunk", {"i": i}) for i in range(60))
+    saved, was = logread._WINDOW, gc.isenabled()
+    logread._WINDOW = 300  # about five lines a block
+    try:
+        gc.enable()
+        events = parse_log(data, "s").events
+        assert len(events) == 60
+        assert _in_young_generations(events) == 0
+        # ...and with the collector off, the reader runs no collection at all.
+        gc.disable()
+        before = [stats["collections"] for stats in gc.get_stats()]
+        events = parse_log(data, "s").events
+        assert [stats["collections"] for stats in gc.get_stats()] == before
+        assert len(events) == 60 and _in_young_generations(events) == 60
+    finally:
+        logread._WINDOW = saved
         gc.enable() if was else gc.disable()
 
 

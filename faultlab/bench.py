@@ -30,10 +30,10 @@ from faultlab.benchlog import TOOLS_TOML, SyntheticLog, write_synthetic_log
 from faultlab.benchreport import acceptance, table, write_json
 from faultlab.lab import api
 from faultlab.lab.expected import expected_repair
-from faultlab.lab.explore import COVERAGE, plan_cases, run_one
+from faultlab.lab.explore import COVERAGE, explore, load_scenarios, plan_cases, run_one
 from faultlab.lab.logread import Loads, read_log_file
 from faultlab.lab.model import Case
-from faultlab.lab.runner import LabOptions, Reference
+from faultlab.lab.runner import LabOptions, Reference, run_reference
 from faultlab.lab.scratch import scratch_root
 from faultlab.runtime.agent import Agent
 from faultlab.runtime.backends import JsonlBackend
@@ -269,17 +269,25 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
 
 @dataclass(frozen=True, slots=True)
 class ExploreJobs:
-    """Wall time of one whole exploration with --jobs 1 and --jobs 2."""
+    """Wall time of one whole exploration with --jobs 1 and --jobs 2, with the
+    default fork server (children forked ahead) and, for information, with
+    the server forking on request: forking ahead uses the second core for a
+    single job, which takes part of what a second job would gain."""
 
     scenarios: tuple[str, ...]
     cases: int
     rounds: int
     jobs1_seconds: tuple[float, ...]
     jobs2_seconds: tuple[float, ...]
+    on_request_jobs1_seconds: tuple[float, ...]
+    on_request_jobs2_seconds: tuple[float, ...]
     all_passed: bool
     jobs1_median: float
     jobs2_median: float
     speedup: float
+    on_request_jobs1_median: float
+    on_request_jobs2_median: float
+    on_request_speedup: float
 
 
 def _explore_paths(quick: bool) -> list[Path]:
@@ -294,30 +302,41 @@ def _explore_paths(quick: bool) -> list[Path]:
 
 def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
     """`faultlab explore` of every bundled scenario (quick: two small ones),
-    --jobs 1 vs --jobs 2."""
+    --jobs 1 vs --jobs 2; the same with the fork server forking on request."""
     paths = _explore_paths(quick)
+    scenarios = load_scenarios(paths)
     rounds = 1 if quick else 3
     cases: set[int] = set()
     passed: list[bool] = []
 
-    def one_round(jobs: int) -> Callable[[], float]:
+    def one_round(jobs: int, ahead: int | None) -> Callable[[], float]:
         def run() -> float:
             with api.workdir() as work:
+                options = LabOptions(api.make_target(), work, 60.0, "fork", ahead)
                 started = time.perf_counter()
-                result = api.explore_paths(paths, jobs=jobs, workdir=work)
+                result = explore(scenarios, options, jobs=jobs)
                 seconds = time.perf_counter() - started
             cases.add(len(result.results))
             passed.append(result.passed)
-            say(f"explore: {len(result.results)} case(s) with {jobs} job(s) in {seconds:.1f}s")
+            how = "forked ahead" if ahead is None else "forked on request"
+            say(
+                f"explore: {len(result.results)} case(s) with {jobs} job(s), {how}, "
+                f"in {seconds:.1f}s"
+            )
             return seconds
 
         return run
 
-    with api.workdir() as work:  # warm up the fork server
-        first = paths[0] if paths[0].is_file() else sorted(paths[0].glob("*.toml"))[0]
-        api.reference_run(str(first), workdir=work)
-    jobs1, jobs2 = _side_by_side(rounds, [one_round(1), one_round(2)])
+    first_path, first_scenario = scenarios[0]
+    for ahead in (None, 0):  # warm up both fork servers
+        with api.workdir() as work:
+            warm = LabOptions(api.make_target(), work, 60.0, "fork", ahead)
+            run_reference(first_path, first_scenario, warm)
+    jobs1, jobs2, request1, request2 = _side_by_side(
+        rounds, [one_round(1, None), one_round(2, None), one_round(1, 0), one_round(2, 0)]
+    )
     one, two = _median(jobs1), _median(jobs2)
+    one_on_request, two_on_request = _median(request1), _median(request2)
     shown = [p.name for p in paths] if quick else [f"{p.name}/*.toml" for p in paths]
     return ExploreJobs(
         scenarios=tuple(shown),
@@ -325,10 +344,15 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
         rounds=rounds,
         jobs1_seconds=tuple(jobs1),
         jobs2_seconds=tuple(jobs2),
+        on_request_jobs1_seconds=tuple(request1),
+        on_request_jobs2_seconds=tuple(request2),
         all_passed=all(passed),
         jobs1_median=one,
         jobs2_median=two,
         speedup=one / two,
+        on_request_jobs1_median=one_on_request,
+        on_request_jobs2_median=two_on_request,
+        on_request_speedup=one_on_request / two_on_request,
     )
 
 

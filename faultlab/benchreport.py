@@ -89,6 +89,10 @@ def _table_explore_jobs(c: Mapping[str, Any]) -> list[str]:
         _row("--jobs 1", f"{c['jobs1_median']:.2f} s"),
         _row("--jobs 2", f"{c['jobs2_median']:.2f} s"),
         _row("speed-up (jobs 1 / jobs 2)", f"{c['speedup']:.2f}x"),
+        "  for information, no target: the fork server forking on request",
+        _row("--jobs 1, forked on request", f"{c['on_request_jobs1_median']:.2f} s"),
+        _row("--jobs 2, forked on request", f"{c['on_request_jobs2_median']:.2f} s"),
+        _row("speed-up, forked on request", f"{c['on_request_speedup']:.2f}x"),
     ]
 
 

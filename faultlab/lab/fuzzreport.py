@@ -6,7 +6,6 @@
 # replay command, the violations and the case's logs and probe trace.
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -20,7 +19,7 @@ import orjson
 from faultlab.lab.explore import ExploreResult
 from faultlab.lab.fuzz import Finding, FuzzResult
 from faultlab.lab.model import Case, CaseResult, explain
-from faultlab.lab.report import RunInfo, _dumps, _junit, _point_latest
+from faultlab.lab.report import RunInfo, _dumps, _junit, building_report
 from faultlab.lab.runner import slug
 from faultlab.scenario import dump_scenario
 
@@ -203,47 +202,40 @@ def _finding_files(finding: Finding, info: RunInfo, building: Path, final: Path)
 
 def write_fuzz_report(result: FuzzResult, info: RunInfo, report_dir: Path) -> Path:
     """Write the campaign's report; return its directory."""
-    report_dir.mkdir(parents=True, exist_ok=True)
-    final = report_dir.resolve() / info.run_id
-    building = report_dir / f".{info.run_id}.tmp"
-    shutil.rmtree(building, ignore_errors=True)
-    building.mkdir()
-    rows = _rows(result, final)
-    s = result.settings
-    findings = []
-    for finding in result.findings:
-        _where, scenario, test = finding_paths(finding, final)
-        findings.append({
-            "id": finding.result.case.id, "codes": list(finding.result.codes),
-            "toolCalls": finding.tool_calls, "shrunk": finding.shrunk,
-            "shrinkRuns": finding.shrink_runs, "scenario": str(scenario),
-            "regressionTest": str(test),
-            "replay": run_command(finding.result.case, scenario, info),
-            "firstFound": finding.first.case.id,
-        })  # fmt: skip
-    counts = dict(Counter(r.verdict for r, _ in rows))
-    summary = {
-        **info.to_json(), "kind": "fuzz", "python": sys.version.split()[0],
-        "seconds": round(result.seconds, 3), "shard": str(s.shard) if s.shard else None,
-        "seed": s.seed, "examples": s.examples, "streamSize": s.stream_size,
-        "streams": list(result.streams), "faults": list(s.faults),
-        "checkDeterminism": s.check_determinism, "cases": len(rows), "counts": counts,
-        "passed": result.passed, "codes": dict(Counter(c for r, _ in rows for c in r.codes)),
-        "findings": findings,
-    }  # fmt: skip
-    (building / "summary.json").write_bytes(_dumps(summary))
-    with open(building / "cases.jsonl", "wb") as out:
-        for r, extra in rows:
-            line = {**r.to_json(), **extra, "run": info.run_id, "artifacts": {}}
-            if not r.passed and "shrunkFrom" in extra:
-                line["artifacts"] = {"dir": f"failures/{slug(r.case.id)}"}
-            out.write(orjson.dumps(line) + b"\n")
-    explored = ExploreResult(tuple(r for r, _ in rows), (), result.seconds, s.shard)
-    (building / "junit.xml").write_bytes(_junit(explored))
-    (building / "report.md").write_text(_markdown(result, info, final, rows), encoding="utf-8")
-    for finding in result.findings:
-        _finding_files(finding, info, building, final)
-    (building / "run.json").write_bytes(_dumps(info.to_json()))
-    os.replace(building, final)
-    _point_latest(report_dir, info.run_id)
+    with building_report(report_dir, info) as (building, final):
+        rows = _rows(result, final)
+        s = result.settings
+        findings = []
+        for finding in result.findings:
+            _where, scenario, test = finding_paths(finding, final)
+            findings.append({
+                "id": finding.result.case.id, "codes": list(finding.result.codes),
+                "toolCalls": finding.tool_calls, "shrunk": finding.shrunk,
+                "shrinkRuns": finding.shrink_runs, "scenario": str(scenario),
+                "regressionTest": str(test),
+                "replay": run_command(finding.result.case, scenario, info),
+                "firstFound": finding.first.case.id,
+            })  # fmt: skip
+        counts = dict(Counter(r.verdict for r, _ in rows))
+        summary = {
+            **info.to_json(), "kind": "fuzz", "python": sys.version.split()[0],
+            "seconds": round(result.seconds, 3), "shard": str(s.shard) if s.shard else None,
+            "seed": s.seed, "examples": s.examples, "streamSize": s.stream_size,
+            "streams": list(result.streams), "faults": list(s.faults),
+            "checkDeterminism": s.check_determinism, "cases": len(rows), "counts": counts,
+            "passed": result.passed, "codes": dict(Counter(c for r, _ in rows for c in r.codes)),
+            "findings": findings,
+        }  # fmt: skip
+        (building / "summary.json").write_bytes(_dumps(summary))
+        with open(building / "cases.jsonl", "wb") as out:
+            for r, extra in rows:
+                line = {**r.to_json(), **extra, "run": info.run_id, "artifacts": {}}
+                if not r.passed and "shrunkFrom" in extra:
+                    line["artifacts"] = {"dir": f"failures/{slug(r.case.id)}"}
+                out.write(orjson.dumps(line) + b"\n")
+        explored = ExploreResult(tuple(r for r, _ in rows), (), result.seconds, s.shard)
+        (building / "junit.xml").write_bytes(_junit(explored))
+        (building / "report.md").write_text(_markdown(result, info, final, rows), encoding="utf-8")
+        for finding in result.findings:
+            _finding_files(finding, info, building, final)
     return final

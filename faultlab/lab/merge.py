@@ -5,7 +5,6 @@
 # a run.json so that `faultlab replay` works on the merged report.
 from __future__ import annotations
 
-import os
 import shutil
 from collections import Counter
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ import orjson
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.explore import ExploreResult, Shard, parse_shard
 from faultlab.lab.model import Case, CaseResult, Violation
-from faultlab.lab.report import RunInfo, _dumps, _junit, _markdown, _point_latest, replay_command
+from faultlab.lab.report import RunInfo, _dumps, _junit, _markdown, building_report, replay_command
 
 __all__ = ["MergeResult", "merge_reports"]
 
@@ -157,30 +156,23 @@ def merge_reports(
     info = RunInfo(run_id, argv, tuple(first["target"]) if first.get("target") else None,
                    first.get("policy"), float(first.get("timeout", 60.0)),
                    first.get("spawn", "fork"))  # fmt: skip
-    report_dir.mkdir(parents=True, exist_ok=True)
-    final = report_dir.resolve() / run_id
-    building = report_dir / f".{run_id}.tmp"
-    shutil.rmtree(building, ignore_errors=True)
-    building.mkdir()
-    with open(building / "cases.jsonl", "wb") as out:
-        for (report, record), result in zip(pairs, results, strict=True):
-            line = {**record, "run": run_id, "mergedFrom": report.summary.get("runId")}
-            if report.kind != "fuzz":
-                line["replay"] = replay_command(result, final)
-            out.write(orjson.dumps(line) + b"\n")
-    for report in reports:
-        failures = report.path / "failures"
-        if failures.is_dir():
-            shutil.copytree(failures, building / "failures", dirs_exist_ok=True)
-    summary = _summary(reports, pairs, explored, info, seconds)
-    (building / "summary.json").write_bytes(_dumps(summary))
-    (building / "junit.xml").write_bytes(_junit(explored))
-    (building / "report.md").write_text(
-        _markdown(explored, info, final) + _sources(reports), encoding="utf-8"
-    )
-    (building / "run.json").write_bytes(_dumps(info.to_json()))
-    os.replace(building, final)
-    _point_latest(report_dir, run_id)
+    with building_report(report_dir, info) as (building, final):
+        with open(building / "cases.jsonl", "wb") as out:
+            for (report, record), result in zip(pairs, results, strict=True):
+                line = {**record, "run": run_id, "mergedFrom": report.summary.get("runId")}
+                if report.kind != "fuzz":
+                    line["replay"] = replay_command(result, final)
+                out.write(orjson.dumps(line) + b"\n")
+        for report in reports:
+            failures = report.path / "failures"
+            if failures.is_dir():
+                shutil.copytree(failures, building / "failures", dirs_exist_ok=True)
+        summary = _summary(reports, pairs, explored, info, seconds)
+        (building / "summary.json").write_bytes(_dumps(summary))
+        (building / "junit.xml").write_bytes(_junit(explored))
+        (building / "report.md").write_text(
+            _markdown(explored, info, final) + _sources(reports), encoding="utf-8"
+        )
     return MergeResult(final, summary)
 
 

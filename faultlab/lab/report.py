@@ -14,7 +14,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,14 @@ from faultlab.lab.explore import ExploreResult
 from faultlab.lab.model import CaseResult, explain
 from faultlab.lab.runner import slug
 
-__all__ = ["RunInfo", "new_run_id", "replay_command", "unsupported_faults", "write_report"]
+__all__ = [
+    "RunInfo",
+    "building_report",
+    "new_run_id",
+    "replay_command",
+    "unsupported_faults",
+    "write_report",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,39 +239,49 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
     (into / "repro.py").write_text(repro, encoding="utf-8")
 
 
-def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path:
-    """Write the run's report; return its directory."""
+@contextlib.contextmanager
+def building_report(report_dir: Path, info: RunInfo) -> Iterator[tuple[Path, Path]]:
+    """Build a run's report in a hidden directory next to where it goes:
+    yields (building, final).  Afterwards `run.json` is written, the directory
+    takes its final name at once and `latest` points at it, so a reader never
+    sees half a report."""
     report_dir.mkdir(parents=True, exist_ok=True)
     final = report_dir.resolve() / info.run_id
     building = report_dir / f".{info.run_id}.tmp"
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir()
-    summary = {
-        **info.to_json(),
-        "python": sys.version.split()[0],
-        "seconds": round(result.seconds, 3),
-        "shard": str(result.shard) if result.shard else None,
-        "cases": len(result.results),
-        "counts": result.counts,
-        "passed": result.passed,
-        "codes": dict(Counter(code for r in result.results for code in r.codes)),
-        "unsupported": unsupported_faults(result),
-        "scenarios": sorted({r.case.scenario for r in result.results}),
-    }
-    (building / "summary.json").write_bytes(_dumps(summary))
-    with open(building / "cases.jsonl", "wb") as cases:
-        for r in result.results:
-            line = {**r.to_json(), "replay": replay_command(r, final), "run": info.run_id}
-            line["artifacts"] = {"dir": f"failures/{slug(r.case.id)}"} if r.failed else {}
-            cases.write(orjson.dumps(line) + b"\n")
-    (building / "junit.xml").write_bytes(_junit(result))
-    (building / "report.md").write_text(_markdown(result, info, final), encoding="utf-8")
-    for r in result.results:
-        if r.failed:
-            _failure_artifacts(r, building / "failures" / slug(r.case.id), info, final)
+    yield building, final
     (building / "run.json").write_bytes(_dumps(info.to_json()))
     os.replace(building, final)
     _point_latest(report_dir, info.run_id)
+
+
+def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path:
+    """Write the run's report; return its directory."""
+    with building_report(report_dir, info) as (building, final):
+        summary = {
+            **info.to_json(),
+            "python": sys.version.split()[0],
+            "seconds": round(result.seconds, 3),
+            "shard": str(result.shard) if result.shard else None,
+            "cases": len(result.results),
+            "counts": result.counts,
+            "passed": result.passed,
+            "codes": dict(Counter(code for r in result.results for code in r.codes)),
+            "unsupported": unsupported_faults(result),
+            "scenarios": sorted({r.case.scenario for r in result.results}),
+        }
+        (building / "summary.json").write_bytes(_dumps(summary))
+        with open(building / "cases.jsonl", "wb") as cases:
+            for r in result.results:
+                line = {**r.to_json(), "replay": replay_command(r, final), "run": info.run_id}
+                line["artifacts"] = {"dir": f"failures/{slug(r.case.id)}"} if r.failed else {}
+                cases.write(orjson.dumps(line) + b"\n")
+        (building / "junit.xml").write_bytes(_junit(result))
+        (building / "report.md").write_text(_markdown(result, info, final), encoding="utf-8")
+        for r in result.results:
+            if r.failed:
+                _failure_artifacts(r, building / "failures" / slug(r.case.id), info, final)
     return final
 
 

@@ -237,6 +237,7 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
     median = {mode: _median(samples[mode]) for mode in names}
     per_case_ms = {mode: median[mode] / len(cases) * 1000 for mode in names}
     floor_ms = _median(floor) * 1000
+    processes = statistics.fmean(children) if children else 0.0
     return CrashLoop(
         scenario=Path(scenario).name,
         cases=len(cases),
@@ -257,10 +258,8 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
         floor_repetitions=len(floor),
         floor_parent_rss_mb=rss,
         fork_case_vs_floor=per_case_ms["fork"] / floor_ms,
-        processes_per_case=statistics.fmean(children) if children else 0.0,
-        fork_process_vs_floor=(
-            per_case_ms["fork"] / statistics.fmean(children) / floor_ms if children else 0.0
-        ),
+        processes_per_case=processes,
+        fork_process_vs_floor=per_case_ms["fork"] / processes / floor_ms if processes else 0.0,
     )
 
 
@@ -443,33 +442,36 @@ def log_reload(quick: bool, *, say: Say = _quiet) -> LogReload:
         doc_log, doc_fast, doc_slow = _reload_rounds(directory, size, "documents", rounds, say)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    megabytes = log.size / 1e6
-    fast_s, slow_s = _median(fast), _median(slow)
-    doc_megabytes = doc_log.size / 1e6
-    doc_fast_s, doc_slow_s = _median(doc_fast), _median(doc_slow)
-    documents = ReloadShape(
-        shape="documents",
-        megabytes=doc_megabytes,
-        events=doc_log.events,
-        bytes_per_event=doc_log.size / doc_log.events,
-        orjson_seconds=tuple(doc_fast),
-        json_seconds=tuple(doc_slow),
-        orjson_mb_per_s=doc_megabytes / doc_fast_s,
-        json_mb_per_s=doc_megabytes / doc_slow_s,
-        orjson_vs_json=doc_slow_s / doc_fast_s,
-    )
+    chunks = _figures("chunks", log, fast, slow)
     return LogReload(
-        megabytes=megabytes,
-        events=log.events,
+        megabytes=chunks.megabytes,
+        events=chunks.events,
         turns=log.turns,
         rounds=rounds,
+        orjson_seconds=chunks.orjson_seconds,
+        json_seconds=chunks.json_seconds,
+        orjson_mb_per_s=chunks.orjson_mb_per_s,
+        json_mb_per_s=chunks.json_mb_per_s,
+        orjson_vs_json=chunks.orjson_vs_json,
+        bytes_per_event=chunks.bytes_per_event,
+        documents=_figures("documents", doc_log, doc_fast, doc_slow),
+    )
+
+
+def _figures(shape: str, log: SyntheticLog, fast: list[float], slow: list[float]) -> ReloadShape:
+    """The throughput figures of one log's orjson (`fast`) and json rounds."""
+    megabytes = log.size / 1e6
+    fast_s, slow_s = _median(fast), _median(slow)
+    return ReloadShape(
+        shape=shape,
+        megabytes=megabytes,
+        events=log.events,
+        bytes_per_event=log.size / log.events,
         orjson_seconds=tuple(fast),
         json_seconds=tuple(slow),
         orjson_mb_per_s=megabytes / fast_s,
         json_mb_per_s=megabytes / slow_s,
         orjson_vs_json=slow_s / fast_s,
-        bytes_per_event=log.size / log.events,
-        documents=documents,
     )
 
 

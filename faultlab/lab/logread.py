@@ -360,17 +360,9 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
     ends: exactly what the line-by-line loop would make of those lines."""
     events: list[LogEvent] = []
     pos = header_end + 1  # where the next line starts
-    window = _WINDOW
     swept = False  # whether a block was swept (the log spans more than one window)
     with _gc_paused() as collecting:
-        while True:
-            # The block: the complete lines that start in the next `window` bytes
-            # (at least one, however long), split like data.split(b"\n") would.
-            stop = data.rfind(_NL, pos, pos + window)
-            if stop < 0:
-                stop = data.find(_NL, pos)
-                if stop < 0:
-                    break  # no complete line left: whatever is left is a torn tail
+        while (stop := _block_end(data, pos)) >= 0:
             if collecting and events:
                 # The young generations hold the events of the previous block
                 # (its records are gone): sweep them while they are still in
@@ -378,39 +370,8 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
                 # collection scans them again.
                 gc.collect(1)
                 swept = True
-            block = data[pos:stop].split(_NL)
-            first = len(events)
-            records: list[Any] = []
-            # Every line goes through `loads` as in the reference.  At the first line
-            # that raises anything, stop: list.extend keeps the lines before it, and
-            # the reference decodes that line again and deals with it as it always has.
-            with contextlib.suppress(Exception):
-                records.extend(map(loads, block))
-            whole = len(records) == len(block)
-            columns = _columns(records, first) if whole else None
-            if columns is None:
-                whole = False
-                del records[_good_count(records, first) :]
-                if not records:
-                    break
-                columns = _columns(records, first)
-                if columns is None:  # cannot happen: the good records pass
-                    break
-            del records  # before the next block: its memory is reused
-            seqs = columns[0]
-            count = len(seqs)
-            # Line i starts one byte after the newline that ends line i - 1.
-            offsets = list(accumulate(map(add, map(len, block[:count]), _ONES), initial=pos))
-            pos = offsets.pop()
-            # Event i is on line i + 2: the seq objects of the events two further
-            # on already hold those numbers.
-            numbers = seqs[2:]
-            numbers += range(first + len(numbers) + 2, first + count + 2)
-            made = list(map(_new, repeat(LogEvent, count)))
-            for setter, column in zip(_FIELD_SETTERS, (*columns, numbers, offsets), strict=True):
-                deque(map(setter, made, column), maxlen=0)
+            made, pos, whole = _block_events(data[pos:stop].split(_NL), len(events), pos, loads)
             events += made
-            del columns, seqs, numbers, offsets, made, block
             if not whole:
                 break
         if swept:
@@ -420,6 +381,50 @@ def _read_good_prefix(data: bytes, header_end: int, loads: Loads) -> tuple[list[
             # a full collection of the whole heap at once.
             gc.collect(1)
     return events, pos
+
+
+def _block_end(data: bytes, pos: int) -> int:
+    """Where the block of lines starting at `pos` ends: the last newline in the
+    next window of bytes, or the first one after it for a line longer than
+    the window; -1 when no complete line is left (what follows is a torn tail)."""
+    stop = data.rfind(_NL, pos, pos + _WINDOW)
+    return stop if stop >= 0 else data.find(_NL, pos)
+
+
+def _block_events(
+    block: list[bytes], first: int, pos: int, loads: Loads
+) -> tuple[list[LogEvent], int, bool]:
+    """The events of the leading good lines of `block` (the log's lines from
+    byte `pos` on, whose first event must have seq `first`), the offset where
+    they end, and whether every line of the block was good."""
+    records: list[Any] = []
+    # Every line goes through `loads` as in the reference.  At the first line
+    # that raises anything, stop: list.extend keeps the lines before it, and
+    # the reference decodes that line again and deals with it as it always has.
+    with contextlib.suppress(Exception):
+        records.extend(map(loads, block))
+    whole = len(records) == len(block)
+    columns = _columns(records, first) if whole else None
+    if columns is None:
+        whole = False
+        del records[_good_count(records, first) :]
+        columns = _columns(records, first) if records else None  # the good ones pass
+        if columns is None:
+            return [], pos, False
+    del records  # before the events are made: their memory is reused
+    seqs = columns[0]
+    count = len(seqs)
+    # Line i starts one byte after the newline that ends line i - 1.
+    offsets = list(accumulate(map(add, map(len, block[:count]), _ONES), initial=pos))
+    end = offsets.pop()
+    # Event i is on line i + 2: the seq objects of the events two further on
+    # already hold those numbers.
+    numbers = seqs[2:]
+    numbers += range(first + len(numbers) + 2, first + count + 2)
+    made = list(map(_new, repeat(LogEvent, count)))
+    for setter, column in zip(_FIELD_SETTERS, (*columns, numbers, offsets), strict=True):
+        deque(map(setter, made, column), maxlen=0)
+    return made, end, whole
 
 
 # --- the reader ------------------------------------------------------------------------

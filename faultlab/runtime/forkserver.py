@@ -5,14 +5,15 @@
 # probe pipes and its stderr file, nothing else), and reaping: it is the one
 # reaper of its children and reports each exit status to the lab.
 #
-# It forks ahead: one child is always forked, in its own session, and parked
-# on a private socket before the next request comes, so that the fork (the
-# biggest fixed cost of a case, about 2 ms here) is paid while the previous
-# child runs instead of while the lab waits.  A request is handed to that
-# waiting child with its fds; it takes the request's argv, environment, cwd
-# and fds exactly as a child forked on the spot would, and the server forks
-# the next one.  A waiting child that has not been handed a request is never
-# reported to the lab, and leaves when the server closes its socket.
+# It forks ahead: `AHEAD` children are kept forked, each in its own session
+# and parked on a private socket before the requests come, so that the fork
+# (the biggest fixed cost of a case, about 2 ms here) is paid while the
+# previous child runs instead of while the lab waits.  A request is handed to
+# the oldest waiting child with its fds; it takes the request's argv,
+# environment, cwd and fds exactly as a child forked on the spot would, and
+# the server forks a replacement.  A waiting child that has not been handed a
+# request is never reported to the lab, and leaves when the server closes its
+# socket.
 #
 # Protocol (a SOCK_SEQPACKET unix socket inherited as fd N, one JSON message
 # per packet, fds passed with SCM_RIGHTS):
@@ -20,9 +21,9 @@
 #                   "fds": {"report": i, "reply": j, "stderr": k}}  + 3 fds
 #   server -> lab  {"spawned": K, "pid": P}  or  {"failed": K, "error": str}
 #   server -> lab  {"exited": P, "status": S}  (S: exit code, or -signal)
-# When the lab's end closes, the server closes the waiting child's socket,
-# reaps it and exits; its other children leave on their own when their probe
-# pipes close.
+# When the lab's end closes, the server closes the waiting children's sockets,
+# reaps them and exits; the children it handed out leave on their own when
+# their probe pipes close.
 from __future__ import annotations
 
 import contextlib

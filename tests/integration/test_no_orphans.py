@@ -5,17 +5,13 @@
 # by the scenario path in their command line (exec'd children).
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
-from orphans import gone, ours
+from orphans import gone, interrupt_lab, ours
 
 from faultlab.lab import api
 from faultlab.lab.explore import explore, load_scenarios
@@ -23,13 +19,6 @@ from faultlab.lab.runner import LabOptions
 
 TINY_TOOL = Path(__file__).resolve().parents[1] / "scenarios" / "tiny-tool.toml"
 pytestmark = pytest.mark.realprocess
-
-
-def wait_for_child(marker: str, within: float = 60) -> None:
-    deadline = time.monotonic() + within
-    while not ours(marker):
-        assert time.monotonic() < deadline, "no child ever started"
-        time.sleep(0.02)
 
 
 def private_scenario(tmp_path: Path) -> Path:
@@ -61,23 +50,12 @@ def test_no_child_outlives_an_interrupted_exploration(
     tmp_path: Path, signum: int, spawn: str
 ) -> None:
     scenario = private_scenario(tmp_path)
-    (tmp_path / "tmp").mkdir()
-    lab = subprocess.Popen(
-        [sys.executable, "-m", "faultlab", "explore", str(scenario), "--jobs", "2",
-         "--no-report", "--spawn", spawn],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+    returncode, err = interrupt_lab(
+        ["explore", str(scenario), "--jobs", "2", "--no-report", "--spawn", spawn],
+        tmp_path, signum,
     )  # fmt: skip
-    try:
-        wait_for_child(str(tmp_path))
-        lab.send_signal(signum)
-        _out, err = lab.communicate(timeout=60)
-    finally:
-        if lab.poll() is None:
-            lab.kill()
-            lab.wait(10)
     if signum != signal.SIGKILL:
-        assert lab.returncode == 130, err
+        assert returncode == 130, err
         assert b"interrupted" in err
     # SIGKILL gives the lab no chance to clean up: the children notice that
     # their probe pipe closed and leave on their own, within a moment.
@@ -85,22 +63,11 @@ def test_no_child_outlives_an_interrupted_exploration(
 
 
 def test_no_child_outlives_an_interrupted_fuzz_campaign(tmp_path: Path) -> None:
-    (tmp_path / "tmp").mkdir()
-    lab = subprocess.Popen(
-        [sys.executable, "-m", "faultlab", "fuzz", "--examples", "300", "--jobs", "2",
-         "--seed", "1", "--report-dir", str(tmp_path / "reports")],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+    returncode, err = interrupt_lab(
+        ["fuzz", "--examples", "300", "--jobs", "2", "--seed", "1",
+         "--report-dir", str(tmp_path / "reports")],
+        tmp_path, signal.SIGINT, settle=0.5,  # well into the campaign: both streams running
     )  # fmt: skip
-    try:
-        wait_for_child(str(tmp_path))
-        time.sleep(0.5)  # well into the campaign: both streams running
-        lab.send_signal(signal.SIGINT)
-        _out, err = lab.communicate(timeout=60)
-    finally:
-        if lab.poll() is None:
-            lab.kill()
-            lab.wait(10)
-    assert lab.returncode == 130, err
+    assert returncode == 130, err
     assert b"interrupted" in err and b"Traceback" not in err
     assert gone(str(tmp_path), within=10) == []

@@ -24,8 +24,12 @@ async def _shutdown_mid_turn(directory: Path) -> tuple[AcpSession, str, list[Any
                          send=shown.append, say=lambda _text: None)  # fmt: skip
     await session.open(resume=False)
     prompt = asyncio.ensure_future(session.prompt("go"))
-    while not any(getattr(u, "status", None) == "in_progress" for u in shown):
-        await asyncio.sleep(0.005)  # both reads are running
+    # Until both reads' bodies run: "in_progress" is shown when a call is
+    # logged, before its checkpoint's flush and the cancellation check after
+    # it, so a close in between (a slow fsync) would rightly abort it.
+    assert session._tools is not None
+    while len(session._tools.started) < 2:
+        await asyncio.sleep(0.005)
     await session.close()
     return session, await prompt, shown
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from faultlab.runtime.backends import (
 )
 from faultlab.runtime.checkpoints import POLICIES
 from faultlab.runtime.persistence import FlushError
+from faultlab.runtime.stopsignals import stop_signals
 from faultlab.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["main"]
@@ -70,10 +70,8 @@ def _error(text: str) -> None:
 
 
 async def _run(runner: SessionRunner, say: Callable[[str], None]) -> int:
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, runner.request_stop, signal.Signals(signum).name)
-    outcome = await runner.run()
+    with stop_signals(asyncio.get_running_loop(), runner.request_stop):
+        outcome = await runner.run()
     if outcome.reason == "repaired":
         say(f"repaired: {outcome.repaired} event(s) appended, log {outcome.log_path}")
         return EXIT_CODES["ok"]
@@ -99,9 +97,8 @@ def warm_up() -> None:
     import faultlab.runtime.backends.sqlite  # noqa: F401 (sqlite3, imported lazily otherwise)
 
     async def empty() -> None:
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, lambda: None)
+        with stop_signals(asyncio.get_running_loop(), lambda _name: None):
+            pass
 
     asyncio.run(empty())
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 import sys
 import traceback
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import cast
 from faultlab.probe import PROBE, ProbeError
 from faultlab.runtime import EXIT_CODES
 from faultlab.runtime.checkpoints import POLICIES
+from faultlab.runtime.stopsignals import stop_signals
 from faultlab.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["main", "serve"]
@@ -52,22 +52,21 @@ async def serve(scenario: Scenario, sessions_dir: Path, *, policy: str | None, q
     agent = ReferenceAcpAgent(scenario, sessions_dir, policy=policy, say=say)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    listening = loop.create_task(acp.run_agent(cast(acp.Agent, agent)))
-    stopping = loop.create_task(stop.wait())
-    await asyncio.wait({listening, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    stopped = stop.is_set()
-    if stopped:
-        say("stopping: closing every session (bridge, quiesce, policy, persistence)")
-    await agent.shutdown()
-    for _ in range(20):  # let the last responses reach the SDK's send queue
-        await asyncio.sleep(0)
-    stopping.cancel()
-    if not listening.done():
-        listening.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await listening
+    with stop_signals(loop, lambda _name: stop.set()):
+        listening = loop.create_task(acp.run_agent(cast(acp.Agent, agent)))
+        stopping = loop.create_task(stop.wait())
+        await asyncio.wait({listening, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopped = stop.is_set()
+        if stopped:
+            say("stopping: closing every session (bridge, quiesce, policy, persistence)")
+        await agent.shutdown()
+        for _ in range(20):  # let the last responses reach the SDK's send queue
+            await asyncio.sleep(0)
+        stopping.cancel()
+        if not listening.done():
+            listening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listening
     return EXIT_CODES["stopped"] if stopped else EXIT_CODES["ok"]
 
 

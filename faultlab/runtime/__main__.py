@@ -110,12 +110,21 @@ def main(argv: list[str] | None = None, *, scenario: Scenario | None = None) -> 
         _error("--repair-only needs --resume")
         return EXIT_CODES["usage"]
     try:
-        PROBE.attach_from_environ()
+        # Buffered: this process parks or exits, and flushes before it
+        # exits (below), so the lab still has every report when it looks.
+        PROBE.attach_from_environ(buffered=True)
         if scenario is None:
             scenario = load_scenario(args.scenario)
     except (ScenarioError, ProbeError) as exc:
         _error(str(exc))
         return EXIT_CODES["usage"]
+    try:
+        return _run_session(args, scenario)
+    finally:
+        PROBE.flush()
+
+
+def _run_session(args: argparse.Namespace, scenario: Scenario) -> int:
     say = (lambda _text: None) if args.quiet else _say
     runner = SessionRunner(
         scenario,

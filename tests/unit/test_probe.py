@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import select
 import threading
 
 import orjson
@@ -33,8 +34,12 @@ def test_malformed_probe_environment_is_an_error(value: str) -> None:
 
 
 def read_lines(fd: int, count: int) -> list[dict[str, object]]:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
     data = b""
     while data.count(b"\n") < count:
+        # A hang guard, not a timing assertion: a report that never comes fails.
+        assert poller.poll(10_000), f"only {len(data.splitlines())} of {count} report(s) came"
         data += os.read(fd, 4096)
     return [orjson.loads(line) for line in data.splitlines()]
 
@@ -69,3 +74,70 @@ def test_reports_count_occurrences_and_park_at_the_armed_one() -> None:
         os.close(fd)
     # The reply pipe stays open: at EOF the watcher thread ends the process
     # (that is how a child leaves when its lab dies; see the integration tests).
+
+
+def nothing_pending(fd: int) -> bool:
+    """Nothing to read on `fd` right now (nothing is consumed)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return not poller.poll(0)
+
+
+def test_buffered_reports_reach_the_pipe_in_order_when_the_child_parks() -> None:
+    report_r, report_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    probe = Probe()
+    probe.attach(report_w, reply_r, armed=("tool/durable", 1), buffered=True)
+    probe.reach("turn/started", turn=1)
+    probe.fact("fsync", file="f", size=10)
+    assert nothing_pending(report_r), "buffered reports wait for the park, a flush or the limit"
+    released = threading.Event()
+
+    def armed() -> None:
+        probe.reach("tool/durable", callId="a")
+        released.set()
+
+    worker = threading.Thread(target=armed)
+    worker.start()
+    assert read_lines(report_r, 3) == [
+        {"boundary": "turn/started", "n": 1, "turn": 1},
+        {"fact": "fsync", "file": "f", "size": 10},
+        {"boundary": "tool/durable", "n": 1, "callId": "a", "parked": True},
+    ]
+    os.write(reply_w, b'{"action":"continue"}\n')
+    assert released.wait(10)
+    worker.join()
+    probe.reach("turn/durable", turn=1)
+    assert nothing_pending(report_r)
+    probe.flush()
+    assert read_lines(report_r, 1) == [{"boundary": "turn/durable", "n": 1, "turn": 1}]
+    for fd in (report_r, report_w):
+        os.close(fd)
+
+
+def test_buffered_reports_are_written_once_the_limit_is_pending() -> None:
+    report_r, report_w = os.pipe()
+    reply_r, _reply_w = os.pipe()
+    probe = Probe()
+    probe.attach(report_w, reply_r, armed=None, buffered=True)
+    padding = "x" * 1000
+    sent = 0
+    while nothing_pending(report_r):
+        probe.fact("write", file="f", padding=padding)
+        sent += 1
+        assert sent < 100, "a buffered probe must not hold more than its limit"
+    probe.flush()
+    assert len(read_lines(report_r, sent)) == sent
+    for fd in (report_r, report_w):
+        os.close(fd)
+
+
+def test_unbuffered_reports_are_written_at_once() -> None:
+    report_r, report_w = os.pipe()
+    reply_r, _reply_w = os.pipe()
+    probe = Probe()
+    probe.attach(report_w, reply_r, armed=None)
+    probe.reach("turn/started", turn=1)
+    assert read_lines(report_r, 1) == [{"boundary": "turn/started", "n": 1, "turn": 1}]
+    for fd in (report_r, report_w):
+        os.close(fd)

@@ -31,6 +31,7 @@ from faultlab.benchreport import acceptance, table, write_json
 from faultlab.lab import api
 from faultlab.lab.expected import expected_repair
 from faultlab.lab.explore import COVERAGE, explore, load_scenarios, plan_cases, run_one
+from faultlab.lab.forkserver import shared_server
 from faultlab.lab.logread import Loads, read_log_file
 from faultlab.lab.model import Case
 from faultlab.lab.runner import LabOptions, Reference, run_reference
@@ -287,6 +288,15 @@ class ExploreJobs:
     on_request_jobs1_median: float
     on_request_jobs2_median: float
     on_request_speedup: float
+    # CPU seconds (the lab, the fork server and its children) per wall
+    # second: how many of the 2 cores each side kept busy.  A single job
+    # that already keeps 1.2 cores busy can gain at most 2/1.2 from a second.
+    jobs1_cores: float
+    jobs2_cores: float
+    on_request_jobs1_cores: float
+    on_request_jobs2_cores: float
+    jobs1_cpu_ms_per_case: float
+    jobs2_cpu_ms_per_case: float
 
 
 def _explore_paths(quick: bool) -> list[Path]:
@@ -308,21 +318,23 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
     cases: set[int] = set()
     passed: list[bool] = []
 
-    def one_round(jobs: int, ahead: int | None) -> Callable[[], float]:
-        def run() -> float:
+    def one_round(jobs: int, ahead: int | None) -> Callable[[], tuple[float, float]]:
+        def run() -> tuple[float, float]:
             with api.workdir() as work:
                 options = LabOptions(api.make_target(), work, 60.0, "fork", ahead)
+                cpu_before = _lab_cpu_seconds(ahead)
                 started = time.perf_counter()
                 result = explore(scenarios, options, jobs=jobs)
                 seconds = time.perf_counter() - started
+                cpu = _lab_cpu_seconds(ahead) - cpu_before
             cases.add(len(result.results))
             passed.append(result.passed)
             how = "forked ahead" if ahead is None else "forked on request"
             say(
                 f"explore: {len(result.results)} case(s) with {jobs} job(s), {how}, "
-                f"in {seconds:.1f}s"
+                f"in {seconds:.1f}s, {cpu / seconds:.2f} cores busy"
             )
-            return seconds
+            return seconds, cpu
 
         return run
 
@@ -331,9 +343,12 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
         with api.workdir() as work:
             warm = LabOptions(api.make_target(), work, 60.0, "fork", ahead)
             run_reference(first_path, first_scenario, warm)
-    jobs1, jobs2, request1, request2 = _side_by_side(
+    sides = _side_by_side(
         rounds, [one_round(1, None), one_round(2, None), one_round(1, 0), one_round(2, 0)]
     )
+    jobs1, jobs2, request1, request2 = ([seconds for seconds, _cpu in side] for side in sides)
+    cores = [_median([cpu / seconds for seconds, cpu in side]) for side in sides]
+    cpu_per_case = [_median([cpu for _seconds, cpu in side]) / max(cases) * 1000 for side in sides]
     one, two = _median(jobs1), _median(jobs2)
     one_on_request, two_on_request = _median(request1), _median(request2)
     shown = [p.name for p in paths] if quick else [f"{p.name}/*.toml" for p in paths]
@@ -352,7 +367,21 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
         on_request_jobs1_median=one_on_request,
         on_request_jobs2_median=two_on_request,
         on_request_speedup=one_on_request / two_on_request,
+        jobs1_cores=cores[0],
+        jobs2_cores=cores[1],
+        on_request_jobs1_cores=cores[2],
+        on_request_jobs2_cores=cores[3],
+        jobs1_cpu_ms_per_case=cpu_per_case[0],
+        jobs2_cpu_ms_per_case=cpu_per_case[1],
     )
+
+
+def _lab_cpu_seconds(ahead: int | None) -> float:
+    """CPU time of this process and of the fork server (forking `ahead`)
+    with every child it reaped: all the work of an exploration."""
+    times = os.times()
+    own = times.user + times.system + times.children_user + times.children_system
+    return own + shared_server(ahead=ahead).cpu_seconds()
 
 
 # --- c. log reload and expected repair -------------------------------------------------

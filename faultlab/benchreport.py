@@ -83,17 +83,32 @@ def _table_crash_loop(c: Mapping[str, Any]) -> list[str]:
 
 def _table_explore_jobs(c: Mapping[str, Any]) -> list[str]:
     passed = "all passed" if c["all_passed"] else "NOT all passed"
-    return [
+    lines = [
         f"explore: {', '.join(c['scenarios'])}, {c['cases']} case(s) x {c['rounds']} round(s), "
         f"{passed}",
         _row("--jobs 1", f"{c['jobs1_median']:.2f} s"),
         _row("--jobs 2", f"{c['jobs2_median']:.2f} s"),
         _row("speed-up (jobs 1 / jobs 2)", f"{c['speedup']:.2f}x"),
+    ]
+    if "jobs1_cores" in c:  # reports written before the CPU was measured lack it
+        cores = f"{c['jobs1_cores']:.2f} / {c['jobs2_cores']:.2f}"
+        cpu = f"{c['jobs1_cpu_ms_per_case']:.1f} / {c['jobs2_cpu_ms_per_case']:.1f} ms"
+        lines += [
+            "  for information: CPU (lab, fork server, children) per wall second",
+            _row("cores busy, --jobs 1 / --jobs 2", cores),
+            _row("CPU per case, --jobs 1 / --jobs 2", cpu),
+            _row("speed-up bound: 2 cores / jobs-1 cores", f"{2 / c['jobs1_cores']:.2f}x"),
+        ]
+    lines += [
         "  for information, no target: the fork server forking on request",
         _row("--jobs 1, forked on request", f"{c['on_request_jobs1_median']:.2f} s"),
         _row("--jobs 2, forked on request", f"{c['on_request_jobs2_median']:.2f} s"),
         _row("speed-up, forked on request", f"{c['on_request_speedup']:.2f}x"),
     ]
+    if "on_request_jobs1_cores" in c:
+        cores = f"{c['on_request_jobs1_cores']:.2f} / {c['on_request_jobs2_cores']:.2f}"
+        lines.append(_row("cores busy, forked on request", cores))
+    return lines
 
 
 def _table_log_reload(c: Mapping[str, Any]) -> list[str]:

@@ -145,3 +145,24 @@ def test_a_scenario_changed_after_the_fork_is_read_again(tmp_path: Path) -> None
     assert second.returncode == 0, second.stderr
     assert b"thank you" not in first.log_bytes
     assert b"paid in full, thank you" in second.log_bytes
+
+
+def test_the_servers_cpu_time_counts_the_children_it_reaped(tmp_path: Path) -> None:
+    # The benchmarks add it to the lab's own CPU time, so the children's
+    # work must be in it once the server has reaped them (psutil counts in
+    # clock ticks: ten children make sure there is something to count).
+    server = ForkServer(ahead=0)
+    try:
+        before = server.cpu_seconds()
+        for index in range(10):
+            with _parked_child(server, tmp_path / str(index)) as child:
+                assert child.run_until_parked_or_exit(60) is not None
+                child.kill()
+                child.wait(60)
+        after = server.cpu_seconds()
+        reaped = psutil.Process(server._process.pid).cpu_times()
+        assert reaped.children_user + reaped.children_system > 0
+        assert after - before >= reaped.children_user + reaped.children_system
+    finally:
+        server.close()
+    assert server.cpu_seconds() == 0.0

@@ -76,6 +76,17 @@ def test_reports_count_occurrences_and_park_at_the_armed_one() -> None:
     # (that is how a child leaves when its lab dies; see the integration tests).
 
 
+class Pipes:
+    """A probe attached to fresh pipes: the lab's ends of them."""
+
+    def __init__(self, *, armed: tuple[str, int] | None, buffered: bool) -> None:
+        self.report, report_w = os.pipe()
+        reply_r, self.reply = os.pipe()
+        self.probe = Probe()
+        self.probe.attach(report_w, reply_r, armed=armed, buffered=buffered)
+        # The reply pipe stays open: at EOF the watcher thread ends the process.
+
+
 def nothing_pending(fd: int) -> bool:
     """Nothing to read on `fd` right now (nothing is consumed)."""
     poller = select.poll()
@@ -84,10 +95,8 @@ def nothing_pending(fd: int) -> bool:
 
 
 def test_buffered_reports_reach_the_pipe_in_order_when_the_child_parks() -> None:
-    report_r, report_w = os.pipe()
-    reply_r, reply_w = os.pipe()
-    probe = Probe()
-    probe.attach(report_w, reply_r, armed=("tool/durable", 1), buffered=True)
+    pipes = Pipes(armed=("tool/durable", 1), buffered=True)
+    probe, report_r, reply_w = pipes.probe, pipes.report, pipes.reply
     probe.reach("turn/started", turn=1)
     probe.fact("fsync", file="f", size=10)
     assert nothing_pending(report_r), "buffered reports wait for the park, a flush or the limit"
@@ -111,15 +120,11 @@ def test_buffered_reports_reach_the_pipe_in_order_when_the_child_parks() -> None
     assert nothing_pending(report_r)
     probe.flush()
     assert read_lines(report_r, 1) == [{"boundary": "turn/durable", "n": 1, "turn": 1}]
-    for fd in (report_r, report_w):
-        os.close(fd)
 
 
 def test_buffered_reports_are_written_once_the_limit_is_pending() -> None:
-    report_r, report_w = os.pipe()
-    reply_r, _reply_w = os.pipe()
-    probe = Probe()
-    probe.attach(report_w, reply_r, armed=None, buffered=True)
+    pipes = Pipes(armed=None, buffered=True)
+    probe, report_r = pipes.probe, pipes.report
     padding = "x" * 1000
     sent = 0
     while nothing_pending(report_r):
@@ -128,16 +133,9 @@ def test_buffered_reports_are_written_once_the_limit_is_pending() -> None:
         assert sent < 100, "a buffered probe must not hold more than its limit"
     probe.flush()
     assert len(read_lines(report_r, sent)) == sent
-    for fd in (report_r, report_w):
-        os.close(fd)
 
 
 def test_unbuffered_reports_are_written_at_once() -> None:
-    report_r, report_w = os.pipe()
-    reply_r, _reply_w = os.pipe()
-    probe = Probe()
-    probe.attach(report_w, reply_r, armed=None)
-    probe.reach("turn/started", turn=1)
-    assert read_lines(report_r, 1) == [{"boundary": "turn/started", "n": 1, "turn": 1}]
-    for fd in (report_r, report_w):
-        os.close(fd)
+    pipes = Pipes(armed=None, buffered=False)
+    pipes.probe.reach("turn/started", turn=1)
+    assert read_lines(pipes.report, 1) == [{"boundary": "turn/started", "n": 1, "turn": 1}]

@@ -175,7 +175,10 @@ class ForkServer:
 
     def cpu_seconds(self) -> float:
         """CPU time used so far by the server and by the children it has
-        reaped (user + system), for the benchmarks; 0.0 once it is gone."""
+        reaped (user + system), for the benchmarks; 0.0 once it is gone
+        (reaped: its pid may already name another process)."""
+        if self._process.poll() is not None:
+            return 0.0
         try:
             times = psutil.Process(self._process.pid).cpu_times()
         except psutil.Error:

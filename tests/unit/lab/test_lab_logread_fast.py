@@ -6,7 +6,6 @@
 # is restored, and expected repair looks only at the last turn of a big log.
 from __future__ import annotations
 
-import dataclasses
 import gc
 import json
 from collections.abc import Callable, Iterator, Sequence
@@ -317,7 +316,7 @@ def test_the_fast_path_reads_an_intact_log_with_a_torn_tail_in_one_go() -> None:
         expected = LogEvent(i, TYPES[i % 10], 1.0 + i, {"i": i}, i + 2, offset)
         assert event == expected and repr(event) == repr(expected)
         offset = data.index(b"\n", offset) + 1
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):  # immutable, like every event the slow path makes
         events[0].seq = 5  # type: ignore[misc]
 
 

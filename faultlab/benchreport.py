@@ -90,7 +90,8 @@ def _table_explore_jobs(c: Mapping[str, Any]) -> list[str]:
         _row("--jobs 2", f"{c['jobs2_median']:.2f} s"),
         _row("speed-up (jobs 1 / jobs 2)", f"{c['speedup']:.2f}x"),
     ]
-    if "jobs1_cores" in c:  # reports written before the CPU was measured lack it
+    measured_cpu = "jobs1_cores" in c  # reports written before the CPU was measured lack it
+    if measured_cpu:
         cores = f"{c['jobs1_cores']:.2f} / {c['jobs2_cores']:.2f}"
         cpu = f"{c['jobs1_cpu_ms_per_case']:.1f} / {c['jobs2_cpu_ms_per_case']:.1f} ms"
         lines += [
@@ -105,7 +106,7 @@ def _table_explore_jobs(c: Mapping[str, Any]) -> list[str]:
         _row("--jobs 2, forked on request", f"{c['on_request_jobs2_median']:.2f} s"),
         _row("speed-up, forked on request", f"{c['on_request_speedup']:.2f}x"),
     ]
-    if "on_request_jobs1_cores" in c:
+    if measured_cpu:
         cores = f"{c['on_request_jobs1_cores']:.2f} / {c['on_request_jobs2_cores']:.2f}"
         lines.append(_row("cores busy, forked on request", cores))
     return lines

@@ -25,6 +25,7 @@ __all__ = [
     "EXIT_LAB_GONE",
     "FAULTS",
     "PROBE",
+    "RELEASED",
     "Probe",
     "ProbeError",
     "parse_occurrence",
@@ -66,6 +67,11 @@ FAULTS = (
 ENV_FDS = "FAULTLAB_PROBE_FDS"
 # "name#n": the occurrence at which the child parks and waits for a reply.
 ENV_ARM = "FAULTLAB_ARM"
+
+# The key of the last report of a fork server's child that closed every fd
+# but the report pipe and is about to exit: {"exiting": CODE} (the fork
+# server writes it, never a target; see docs/fork-server.md).
+RELEASED = "exiting"
 
 # Exit status of a child whose lab went away (its reply pipe closed).
 EXIT_LAB_GONE = 70

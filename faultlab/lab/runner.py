@@ -5,6 +5,7 @@
 # everything observed to the oracle.
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import time
@@ -113,13 +114,15 @@ def _read(path: Path) -> bytes:
         return b""
 
 
-def _run_to_exit(child: Child, timeout: float) -> ChildExit:
+def _run_to_exit(child: Child, timeout: float, *, early: bool = False) -> ChildExit:
+    """Run `child` to its exit; with `early`, a forked child may be let go
+    before it is reaped (see `Child.wait`): the caller settles it."""
     with child:
         parked = child.run_until_parked_or_exit(timeout)
         if parked is not None:  # nothing is armed, so only a confused target parks
             child.reply("continue")
             child.run_until_parked_or_exit(timeout)
-        return child.wait(timeout)
+        return child.wait(timeout, early=early)
 
 
 def _child(
@@ -303,20 +306,28 @@ def recover(
     store = store_of(options, reference.scenario)
     log_path = store.log_path(session)
     artifacts["crashed"] = str(store.save(crashed_bytes, where, "crashed"))
-    if store.exists(session):
-        repair = _run_to_exit(
-            _child(options, case.scenario, session, "repair", "repair"), options.timeout
-        )
-    else:
-        repair = ChildExit(0, "")
-    repaired_bytes = store.take(session)
-    artifacts["repaired"] = str(store.save(repaired_bytes, where, "repaired"))
-    resume = _run_to_exit(
-        _child(options, case.scenario, session, "resume", "resume"), options.timeout
-    )
-    final_bytes = store.take(session)
-    artifacts["final"] = str(store.save(final_bytes, where, "final"))
-    repaired = store.parse(repaired_bytes, log_path) if crashed_bytes else crashed
+    # The repair and resume children are let go once they have closed every
+    # fd (a forked child reports that); each is reaped, and its real status
+    # taken, only after the lab has gone on with the case (`settled`).
+    children: list[Child] = []
+    try:
+        if store.exists(session):
+            children.append(_child(options, case.scenario, session, "repair", "repair"))
+            _run_to_exit(children[-1], options.timeout, early=True)
+        repaired_bytes = store.take(session)
+        artifacts["repaired"] = str(store.save(repaired_bytes, where, "repaired"))
+        children.append(_child(options, case.scenario, session, "resume", "resume"))
+        _run_to_exit(children[-1], options.timeout, early=True)
+        final_bytes = store.take(session)
+        artifacts["final"] = str(store.save(final_bytes, where, "final"))
+        repaired = store.parse(repaired_bytes, log_path) if crashed_bytes else crashed
+        final = store.parse(final_bytes, log_path)
+        *repairs, resume = [child.settle(options.timeout) for child in children]
+    finally:
+        for child in children:  # after an error: reap the ones let go (bounded)
+            with contextlib.suppress(ChildHung):
+                child.settle(options.timeout)
+    repair = repairs[0] if repairs else ChildExit(0, "")
     return Observation(
         scenario=reference.scenario,
         case=case,
@@ -326,7 +337,7 @@ def recover(
         crashed=crashed,
         repaired=repaired,
         repair_status=repair,
-        final=store.parse(final_bytes, log_path),
+        final=final,
         resume_status=resume,
         final_ledger=read_ledger(ledger_path),
         diverged=diverged,

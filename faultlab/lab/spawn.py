@@ -21,7 +21,7 @@ import orjson
 import psutil
 
 from faultlab.lab.forkserver import ForkedProcess, ForkServer
-from faultlab.probe import ENV_ARM, ENV_FDS
+from faultlab.probe import ENV_ARM, ENV_FDS, RELEASED
 
 __all__ = ["Child", "ChildExit", "ChildHung", "kill_all", "signal_group", "trimmed_environment"]
 
@@ -88,6 +88,11 @@ class Child:
     _reply_fd: int = -1
     _buffer: bytes = b""
     _exit: ChildExit | None = None
+    # A forked child's last report, {"exiting": code}: it closed every other
+    # fd and is exiting (faultlab.runtime.forkserver.release).
+    _released: int | None = None
+    _eof: bool = False  # the report pipe reached EOF: every writer is gone
+    _settled: bool = True  # False while a child let go early is not reaped yet
     _poll: select.poll | None = None  # one per child: the trace is read in many short waits
 
     def start(self) -> None:
@@ -158,6 +163,7 @@ class Child:
             except BlockingIOError:
                 continue
             if not data:  # every writer closed: the child is gone
+                self._eof = True
                 return None
             if self._take(data):
                 return self.parked
@@ -171,11 +177,22 @@ class Child:
                 message = orjson.loads(line)
             except orjson.JSONDecodeError:
                 message = {"invalid": line.decode("utf-8", "replace")}
+            released = self._release_of(message)
+            self._released = released
+            if released is not None:
+                continue  # the fork server's word, not the target's trace
             self.trace.append(message)
             if isinstance(message, dict) and message.get("parked"):
                 self.parked = message
                 found = True
         return found
+
+    def _release_of(self, message: object) -> int | None:
+        """The exit code a forked child reports in its release, else None."""
+        if self.server is None or not isinstance(message, dict) or len(message) != 1:
+            return None
+        code = message.get(RELEASED)
+        return code if type(code) is int else None
 
     def reply(self, action: str, **fields: Any) -> None:
         """Answer a parked child (e.g. "continue")."""
@@ -188,13 +205,24 @@ class Child:
 
     def kill(self) -> None:
         """SIGKILL the child's process group (never any group we did not create)."""
-        if self._proc is not None and self._exit is None:
+        if self._proc is not None and (self._exit is None or not self._settled):
             self.signal(signal.SIGKILL)
 
-    def wait(self, timeout: float) -> ChildExit:
-        """Reap the child (the one reaper), then sweep its group for stragglers."""
+    def wait(self, timeout: float, *, early: bool = False) -> ChildExit:
+        """Reap the child (the one reaper), then sweep its group for stragglers.
+
+        With `early`, a forked child whose trace ended with its release (it
+        closed every fd but the report pipe, reported its exit code, closed
+        that too) is not waited for: its reported code is returned at once,
+        while the kernel still tears the process down.  `settle` then waits
+        for the real status, which replaces the reported one."""
         assert self._proc is not None
         if self._exit is not None:
+            return self._exit
+        if early and self._eof and self._released is not None:
+            self._settled = False
+            self._exit = ChildExit(self._released, self._stderr())
+            self.close()
             return self._exit
         try:
             code = self._proc.wait(timeout)
@@ -208,6 +236,27 @@ class Child:
         self._sweep()
         self._exit = ChildExit(code, self._stderr())
         self.close()
+        return self._exit
+
+    def settle(self, timeout: float) -> ChildExit:
+        """For a child `wait(early=True)` let go: reap it (the server did; the
+        lab waits for its report), sweep its group, and return its status as
+        the reaper saw it.  For any other child: what `wait` returned."""
+        assert self._proc is not None and self._exit is not None
+        if self._settled:
+            return self._exit
+        stderr = self._exit.stderr  # complete: the child closed it before its release
+        try:
+            code = self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self._proc.wait(5)
+            raise ChildHung(f"did not finish exiting within {timeout:g}s; killed") from None
+        finally:
+            self._settled = True
+            self.close()
+        self._sweep()
+        self._exit = ChildExit(code, stderr)
         return self._exit
 
     def drain(self, timeout: float) -> None:
@@ -240,13 +289,22 @@ class Child:
             return ""
 
     def close(self) -> None:
-        _LIVE.discard(self)
-        for fd in (self._report_fd, self._reply_fd):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self._report_fd = self._reply_fd = -1
+        """Close the lab's pipe ends.  A child let go early stays live (for
+        kill_all) with its reply pipe open until it is settled: that pipe's
+        EOF would tell the child's probe that the lab went away, and it
+        could then exit with EXIT_LAB_GONE before its own exit."""
+        if self._report_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._report_fd)
+            self._report_fd = -1
         self._poll = None
+        if not self._settled:
+            return
+        _LIVE.discard(self)
+        if self._reply_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._reply_fd)
+            self._reply_fd = -1
 
     def __enter__(self) -> Child:
         self.start()

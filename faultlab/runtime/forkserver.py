@@ -41,16 +41,26 @@ from typing import Any
 
 import orjson
 
+from faultlab.probe import RELEASED
 from faultlab.runtime import __main__ as entry
 from faultlab.scenario import Scenario, ScenarioError, load_scenario
 
-__all__ = ["AHEAD", "ForkChild", "enter_child", "serve", "serve_requests", "server_arguments"]
+__all__ = [
+    "AHEAD",
+    "ForkChild",
+    "enter_child",
+    "release",
+    "serve",
+    "serve_requests",
+    "server_arguments",
+]
 
 _MAX_MESSAGE = 1 << 20
 # Children kept forked ahead by default: one per lab worker that may ask at
 # the same moment (0: fork on request).
 AHEAD = 2
 _FD_ORDER = ("report", "reply", "stderr")
+_MAX_FD = os.sysconf("SC_OPEN_MAX")
 
 
 class _Scenarios:
@@ -113,7 +123,31 @@ def _child(request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
         probe=(named["report"], named["reply"]), close=keep | set(fds) | {null},
         program="faultlab.runtime",
     )  # fmt: skip
-    return entry.main(argv, scenario=scenario)
+    code = entry.main(argv, scenario=scenario)
+    release(named["report"], named["reply"], code)
+    return code
+
+
+def release(report_fd: int, reply_fd: int, code: int) -> None:
+    """The child's last act before `os._exit(code)`: flush, close every fd but
+    the probe pipes (the session's files and the writer lock go with them),
+    then report the exit code and close the report pipe.  From then on this
+    process can change nothing the lab looks at, so the lab goes on with
+    the case while the kernel tears the process down: unmapping all it
+    shares with the server and freeing the pages it copied took about 2 ms
+    a child, from here to the server's SIGCHLD.  The server still reaps it
+    and reports the real exit status, which the lab checks later.  The
+    reply pipe stays open: the probe's reader thread is blocked on it, and
+    must not see an error (or, from the lab, EOF) and exit with another code."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    low, high = sorted((report_fd, reply_fd))
+    os.closerange(0, low)
+    os.closerange(low + 1, high)
+    os.closerange(high + 1, _MAX_FD)
+    with contextlib.suppress(OSError):  # the lab went away: nobody waits for it
+        os.write(report_fd, orjson.dumps({RELEASED: code}) + b"\n")
+    os.close(report_fd)
 
 
 def _remember_scenario(request: dict[str, Any]) -> None:
@@ -245,8 +279,11 @@ def _run_child(
     except BaseException:
         traceback.print_exc()
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        # Nothing may keep this child from leaving here: it must never run
+        # on into the server's loop (a flush can fail once fds are closed).
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
         os._exit(code)
 
 

@@ -1,0 +1,171 @@
+# A forked child that finished is let go before it is reaped: its last act
+# (faultlab.runtime.forkserver.release) closes every fd but the probe pipes
+# and reports its exit code, and the lab goes on while the kernel tears the
+# process down; `Child.settle` later takes the real status from the reaper.
+# Real processes throughout: the runtime forked by a real server, and, where
+# a child has to lie about its exit, an exec'd Python that writes the report.
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+
+from faultlab.lab import api, spawn
+from faultlab.lab.forkserver import ForkServer
+from faultlab.lab.spawn import Child
+from faultlab.probe import RELEASED
+from faultlab.runtime.backends.jsonl import LOCK_NAME
+
+pytestmark = pytest.mark.realprocess
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+
+
+@pytest.fixture(scope="module")
+def server() -> ForkServer:
+    server = ForkServer()
+    yield server  # type: ignore[misc]
+    server.close()
+
+
+def _forked_run(server: ForkServer, where: Path) -> Child:
+    argv = [str(SCENARIOS / "tiny-tool.toml"), "--session-dir", str(where / "session")]
+    where.mkdir(parents=True)
+    return Child(
+        [*api.make_target().command, *argv], stderr_path=where / "child.stderr",
+        cwd=str(where), server=server, server_argv=argv,
+    )  # fmt: skip
+
+
+def test_a_finished_forked_child_is_let_go_before_it_is_reaped(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    # Several times: the lab closing its end of the report pipe must never
+    # make the child leave with another code (its probe reads the replies
+    # on another thread, and the reply pipe stays open until it is settled).
+    for index in range(20):
+        where = tmp_path / str(index)
+        with _forked_run(server, where) as child:
+            assert child.run_until_parked_or_exit(60) is None
+            reported = child.wait(60, early=True)
+        assert reported.returncode == 0, reported.stderr
+        assert child in spawn._LIVE  # let go, not reaped by the lab yet
+        assert all(RELEASED not in message for message in child.trace)
+        assert any(message.get("boundary") == "turn/durable" for message in child.trace)
+        # Whether or not the kernel is done with the process, its writer
+        # lock is free: the next child may open the session now.
+        fd = os.open(where / "session" / LOCK_NAME, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        settled = child.settle(60)
+        assert settled.returncode == 0
+        assert child not in spawn._LIVE
+        assert child.settle(60) is settled
+
+
+def test_a_child_that_is_not_let_go_is_reaped_as_before(server: ForkServer, tmp_path: Path) -> None:
+    with _forked_run(server, tmp_path / "a") as child:
+        assert child.run_until_parked_or_exit(60) is None
+        status = child.wait(60)  # not early: the lab waits for the reaper
+    assert status.returncode == 0
+    assert child not in spawn._LIVE
+    assert child.settle(60) is status
+
+
+def _writes_its_own_report(tmp_path: Path, reports: list[dict[str, object]], code: int) -> Child:
+    """An exec'd child that writes `reports` on the probe's report pipe, closes
+    it and exits with `code`."""
+    lines = b"".join(orjson.dumps(report, option=orjson.OPT_APPEND_NEWLINE) for report in reports)
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        report = int(os.environ["FAULTLAB_PROBE_FDS"].split(",")[0])
+        os.write(report, {lines!r})
+        os.close(report)
+        sys.exit({code})
+        """
+    )
+    child = Child([sys.executable, "-c", script], stderr_path=tmp_path / "child.stderr")
+    child.start()
+    return child
+
+
+def test_the_reaped_status_replaces_the_reported_one(server: ForkServer, tmp_path: Path) -> None:
+    child = _writes_its_own_report(tmp_path, [{RELEASED: 0}], 5)
+    # The lab believes a release only from the fork server's children; this
+    # one is exec'd so that it can report one code and exit with another.
+    child.server = server
+    try:
+        assert child.run_until_parked_or_exit(60) is None
+        assert child.wait(60, early=True).returncode == 0
+        assert child.settle(60).returncode == 5
+    finally:
+        child.close()
+
+
+@pytest.mark.parametrize(
+    ("reports", "forked"),
+    [
+        ([{RELEASED: 0}, {"boundary": "turn/started"}], True),  # not the last report
+        ([{RELEASED: 0, "more": 1}], True),  # not the release's shape
+        ([{RELEASED: "0"}], True),
+        ([{RELEASED: 0}], False),  # an exec'd target's report is part of its trace
+    ],
+)
+def test_anything_but_a_forked_childs_last_release_is_waited_for(
+    server: ForkServer, tmp_path: Path, reports: list[dict[str, object]], forked: bool
+) -> None:
+    child = _writes_its_own_report(tmp_path, reports, 5)
+    if forked:
+        child.server = server
+    try:
+        assert child.run_until_parked_or_exit(60) is None
+        assert child.wait(60, early=True).returncode == 5
+        assert child not in spawn._LIVE
+    finally:
+        child.close()
+
+
+def test_release_closes_every_fd_but_the_probe_pipes(tmp_path: Path) -> None:
+    # A fresh interpreter runs `release` with a locked file and other fds
+    # open, then waits on the reply pipe: its open fds are what is left.
+    report_r, report_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    script = textwrap.dedent(
+        f"""
+        import fcntl, os
+        from faultlab.runtime.forkserver import release
+        locked = os.open({str(tmp_path / "lock")!r}, os.O_RDWR | os.O_CREAT)
+        fcntl.flock(locked, fcntl.LOCK_EX)
+        extra = os.open(os.devnull, os.O_RDONLY)
+        release({report_w}, {reply_r}, 7)
+        os.read({reply_r}, 1)  # until the test closes its end
+        os._exit(0)
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], pass_fds=(report_w, reply_r), stderr=subprocess.PIPE
+    )
+    os.close(report_w)
+    os.close(reply_r)
+    try:
+        with os.fdopen(report_r, "rb") as reports:
+            assert orjson.loads(reports.read()) == {RELEASED: 7}  # then EOF: it closed the pipe
+        assert sorted(int(fd) for fd in os.listdir(f"/proc/{process.pid}/fd")) == [reply_r]
+        fd = os.open(tmp_path / "lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its lock went with its fds
+        finally:
+            os.close(fd)
+    finally:
+        os.close(reply_w)
+        _out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err

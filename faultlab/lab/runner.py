@@ -10,7 +10,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -278,56 +278,101 @@ def run_case(
     artifacts["trace"] = str(where / "trace.jsonl")
 
     crashed_bytes = store.take(session)
+    unsettled: list[tuple[str, Child]] = []
     try:
         observation = recover(
             case, reference, options, where=where, trace=crash.trace,
             crashed=store.parse(crashed_bytes, log_path), crashed_bytes=crashed_bytes,
-            artifacts=artifacts, diverged=act is not _sigkill,
+            artifacts=artifacts, diverged=act is not _sigkill, unsettled=unsettled,
         )  # fmt: skip
+
+        def judge(observation: Observation) -> list[Violation]:
+            violations = check_case(observation)
+            if checks is not None:
+                violations += checks(observation, crash.status)
+            return violations
+
+        # Judged while the children let go are still exiting, then again in
+        # the rare case that a real exit status is not the one reported.
+        violations = judge(observation)
+        settled = _settle(unsettled, options.timeout)
+        real = replace(
+            observation,
+            repair_status=settled.get("repair_status", observation.repair_status),
+            resume_status=settled.get("resume_status", observation.resume_status),
+        )
+        if (real.repair_status, real.resume_status) != (
+            observation.repair_status,
+            observation.resume_status,
+        ):
+            violations = judge(real)
     except ChildHung as hung:
         return result("hung", [Violation("CHILD_HUNG", f"recovery of {case.id}: {hung}")])
-    violations = check_case(observation)
-    if checks is not None:
-        violations += checks(observation, crash.status)
+    finally:
+        _settle_quietly(unsettled, options.timeout)
     return result("fail" if violations else "pass", violations)
+
+
+def _settle(unsettled: list[tuple[str, Child]], timeout: float) -> dict[str, ChildExit]:
+    """The real exit status of each child let go early, by observation field.
+    Raises ChildHung."""
+    return {name: child.settle(timeout) for name, child in unsettled}
+
+
+def _settle_quietly(unsettled: list[tuple[str, Child]], timeout: float) -> None:
+    """After an error: reap every child let go early (bounded), whatever happens."""
+    for _name, child in unsettled:
+        with contextlib.suppress(ChildHung):
+            child.settle(timeout)
 
 
 def recover(
     case: Case, reference: Reference, options: LabOptions, *, where: Path,
     trace: tuple[dict[str, Any], ...], crashed: LogView, crashed_bytes: bytes,
     artifacts: dict[str, str], diverged: bool = False,
+    unsettled: list[tuple[str, Child]] | None = None,
 ) -> Observation:  # fmt: skip
     """The crashed session in `where/session` is what survived: let the target
     repair it (`--resume --repair-only`, skipped when no log survived: there
     is nothing to repair) and resume it, keeping each log state as an
-    artifact.  Raises ChildHung."""
+    artifact.  Raises ChildHung.
+
+    The repair and resume children are let go once they have closed every fd
+    (a forked child reports that, see `Child.wait`), and the lab goes on while
+    they exit.  Given `unsettled`, the observation holds their reported exit
+    statuses and each is added there, (its observation field, the child), for
+    the caller to settle; else they are settled, and their real statuses
+    taken, before this returns."""
     session = where / "session"
     _log, ledger_path = session_files(session)
     store = store_of(options, reference.scenario)
     log_path = store.log_path(session)
     artifacts["crashed"] = str(store.save(crashed_bytes, where, "crashed"))
-    # The repair and resume children are let go once they have closed every
-    # fd (a forked child reports that); each is reaped, and its real status
-    # taken, only after the lab has gone on with the case (`settled`).
-    children: list[Child] = []
+    children: list[tuple[str, Child]] = []
+    statuses = {"repair_status": ChildExit(0, "")}
     try:
         if store.exists(session):
-            children.append(_child(options, case.scenario, session, "repair", "repair"))
-            _run_to_exit(children[-1], options.timeout, early=True)
+            children.append(
+                ("repair_status", _child(options, case.scenario, session, "repair", "repair"))
+            )
+            statuses["repair_status"] = _run_to_exit(children[-1][1], options.timeout, early=True)
         repaired_bytes = store.take(session)
         artifacts["repaired"] = str(store.save(repaired_bytes, where, "repaired"))
-        children.append(_child(options, case.scenario, session, "resume", "resume"))
-        _run_to_exit(children[-1], options.timeout, early=True)
+        children.append(
+            ("resume_status", _child(options, case.scenario, session, "resume", "resume"))
+        )
+        statuses["resume_status"] = _run_to_exit(children[-1][1], options.timeout, early=True)
         final_bytes = store.take(session)
         artifacts["final"] = str(store.save(final_bytes, where, "final"))
         repaired = store.parse(repaired_bytes, log_path) if crashed_bytes else crashed
         final = store.parse(final_bytes, log_path)
-        *repairs, resume = [child.settle(options.timeout) for child in children]
-    finally:
-        for child in children:  # after an error: reap the ones let go (bounded)
-            with contextlib.suppress(ChildHung):
-                child.settle(options.timeout)
-    repair = repairs[0] if repairs else ChildExit(0, "")
+        if unsettled is None:
+            statuses.update(_settle(children, options.timeout))
+    except BaseException:
+        _settle_quietly(children, options.timeout)
+        raise
+    if unsettled is not None:
+        unsettled += children
     return Observation(
         scenario=reference.scenario,
         case=case,
@@ -336,9 +381,9 @@ def recover(
         trace=trace,
         crashed=crashed,
         repaired=repaired,
-        repair_status=repair,
+        repair_status=statuses["repair_status"],
         final=final,
-        resume_status=resume,
+        resume_status=statuses["resume_status"],
         final_ledger=read_ledger(ledger_path),
         diverged=diverged,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -17,10 +18,13 @@ import orjson
 import pytest
 
 from faultlab.lab import api, spawn
+from faultlab.lab.explore import COVERAGE, plan_cases, run_one
 from faultlab.lab.forkserver import ForkServer
-from faultlab.lab.spawn import Child
+from faultlab.lab.runner import LabOptions, run_reference
+from faultlab.lab.spawn import Child, ChildExit
 from faultlab.probe import RELEASED
 from faultlab.runtime.backends.jsonl import LOCK_NAME
+from faultlab.scenario import load_scenario
 
 pytestmark = pytest.mark.realprocess
 
@@ -169,3 +173,28 @@ def test_release_closes_every_fd_but_the_probe_pipes(tmp_path: Path) -> None:
         os.close(reply_w)
         _out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
+
+
+def test_a_case_is_judged_on_the_reaped_status(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Nothing runs between a forked child's report and its os._exit, so no
+    # real child can be made to exit with another code than it reported:
+    # here the reaper's answer is replaced (a child SIGKILLed in that
+    # window), and the case must be judged on it, not on the report.
+    path = str(SCENARIOS / "tiny-tool.toml")
+    options = LabOptions(api.make_target(), tmp_path, 60.0, "fork")
+    reference = run_reference(path, load_scenario(path), options)
+    case = next(c for c in plan_cases(reference) if c.occurrence != COVERAGE)
+    assert run_one(case, reference, options).verdict == "pass"
+
+    settle = Child.settle
+
+    def killed_while_exiting(self: Child, timeout: float) -> ChildExit:
+        reported = settle(self, timeout)
+        return ChildExit(-signal.SIGKILL, reported.stderr)
+
+    monkeypatch.setattr(Child, "settle", killed_while_exiting)
+    result = run_one(case, reference, options)
+    assert result.verdict == "fail"
+    assert "RESUME_FAILED" in {violation.code for violation in result.violations}

@@ -31,7 +31,7 @@ from faultlab.benchreport import acceptance, table, write_json
 from faultlab.lab import api
 from faultlab.lab.expected import expected_repair
 from faultlab.lab.explore import COVERAGE, explore, load_scenarios, plan_cases, run_one
-from faultlab.lab.forkserver import shared_server
+from faultlab.lab.forkserver import shared_servers
 from faultlab.lab.logread import Loads, read_log_file
 from faultlab.lab.model import Case
 from faultlab.lab.runner import LabOptions, Reference, run_reference
@@ -322,11 +322,11 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
         def run() -> tuple[float, float]:
             with api.workdir() as work:
                 options = LabOptions(api.make_target(), work, 60.0, "fork", ahead)
-                cpu_before = _lab_cpu_seconds(ahead)
+                cpu_before = _lab_cpu_seconds()
                 started = time.perf_counter()
                 result = explore(scenarios, options, jobs=jobs)
                 seconds = time.perf_counter() - started
-                cpu = _lab_cpu_seconds(ahead) - cpu_before
+                cpu = _lab_cpu_seconds() - cpu_before
             cases.add(len(result.results))
             passed.append(result.passed)
             how = "forked ahead" if ahead is None else "forked on request"
@@ -339,10 +339,11 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
         return run
 
     first_path, first_scenario = scenarios[0]
-    for ahead in (None, 0):  # warm up both fork servers
-        with api.workdir() as work:
-            warm = LabOptions(api.make_target(), work, 60.0, "fork", ahead)
-            run_reference(first_path, first_scenario, warm)
+    for ahead in (None, 0):  # start and warm up every fork server the runs use
+        for jobs in (1, 2):
+            with api.workdir() as work:
+                warm = LabOptions(api.make_target(), work, 60.0, "fork", ahead).for_jobs(jobs)
+                run_reference(first_path, first_scenario, warm)
     sides = _side_by_side(
         rounds, [one_round(1, None), one_round(2, None), one_round(1, 0), one_round(2, 0)]
     )
@@ -376,12 +377,12 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
     )
 
 
-def _lab_cpu_seconds(ahead: int | None) -> float:
-    """CPU time of this process and of the fork server (forking `ahead`)
-    with every child it reaped: all the work of an exploration."""
+def _lab_cpu_seconds() -> float:
+    """CPU time of this process and of its fork servers with every child
+    they reaped: all the work of an exploration."""
     times = os.times()
     own = times.user + times.system + times.children_user + times.children_system
-    return own + shared_server(ahead=ahead).cpu_seconds()
+    return own + sum(server.cpu_seconds() for server in shared_servers())
 
 
 # --- c. log reload and expected repair -------------------------------------------------

@@ -205,6 +205,7 @@ def explore(
     """Run every case of `scenarios` (or of shard `shard`); `only` keeps one occurrence."""
     if jobs < 1:
         raise LabUsageError("jobs must be at least 1")
+    options = options.for_jobs(jobs)
 
     def plan(reference: Reference) -> list[Case]:
         cases = plan_cases(reference, faults)

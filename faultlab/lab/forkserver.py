@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import orjson
 import psutil
 
-__all__ = ["ForkServer", "ForkServerError", "ForkedProcess", "shared_server"]
+__all__ = ["ForkServer", "ForkServerError", "ForkedProcess", "shared_server", "shared_servers"]
 
 
 class ForkServerError(RuntimeError):
@@ -57,13 +57,19 @@ class ForkServer:
     module = "faultlab.runtime.forkserver"
     what = "the fork server"
 
-    def __init__(self, *, python: str = sys.executable, ahead: int | None = None) -> None:
+    def __init__(
+        self, *, python: str = sys.executable, ahead: int | None = None, warm: bool = True
+    ) -> None:
         """Start the server; it keeps `ahead` children forked ahead of the
-        requests (None: its default, 2; 0: it forks when asked)."""
+        requests (None: its default, 2; 0: it forks when asked), which warm
+        up while they wait if `warm` (docs/fork-server.md)."""
         if ahead is not None and (type(ahead) is not int or ahead < 0):
             raise ValueError(f"ahead must be an integer >= 0, not {ahead!r}")
+        if type(warm) is not bool:
+            raise ValueError(f"warm must be True or False, not {warm!r}")
         lab_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        extra = [] if ahead is None else [str(ahead)]
+        self.warm = warm
+        extra = ([] if ahead is None else [str(ahead)]) + ([] if warm else ["cold"])
         try:
             self._process = subprocess.Popen(
                 [python, "-m", self.module, str(server_end.fileno()), *extra],
@@ -199,17 +205,29 @@ class ForkServer:
 
 
 S = TypeVar("S", bound=ForkServer)
-_shared: dict[tuple[type[ForkServer], int | None], ForkServer] = {}
+_shared: dict[tuple[type[ForkServer], int | None, bool], ForkServer] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_server(kind: type[S] = ForkServer, *, ahead: int | None = None) -> S:  # type: ignore[assignment]
+def shared_server(
+    kind: type[S] = ForkServer,  # type: ignore[assignment]
+    *,
+    ahead: int | None = None,
+    warm: bool = True,
+) -> S:
     """This process's fork server of `kind` keeping `ahead` children forked
-    ahead (None: the server's default), started on first use and closed at exit."""
+    ahead (None: the server's default), warm or not, started on first use
+    and closed at exit."""
     with _shared_lock:
-        server = _shared.get((kind, ahead))
+        server = _shared.get((kind, ahead, warm))
         if server is None or server._closed:
-            server = _shared[kind, ahead] = kind(ahead=ahead)
+            server = _shared[kind, ahead, warm] = kind(ahead=ahead, warm=warm)
             atexit.register(server.close)
         assert isinstance(server, kind)
         return server
+
+
+def shared_servers() -> list[ForkServer]:
+    """Every fork server this process has started and not closed."""
+    with _shared_lock:
+        return [server for server in _shared.values() if not server._closed]

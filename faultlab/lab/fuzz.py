@@ -310,6 +310,7 @@ def fuzz(
     progress: Callable[[FuzzProgress], None] | None = None,
 ) -> FuzzResult:  # fmt: skip
     """Run a campaign (or its shard) on `options.target`."""
+    options = options.for_jobs(fuzz_settings.jobs)
     started = time.monotonic()
     planned = shard_streams(fuzz_settings.examples, fuzz_settings.stream_size, fuzz_settings.shard)
     campaign = _Campaign(sum(count for _, count in planned), progress)

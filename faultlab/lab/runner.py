@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import time
@@ -26,7 +27,7 @@ from faultlab.lab.stores import LogStore, store_for
 from faultlab.lab.target import Mode, Target, session_files
 from faultlab.scenario import Scenario
 
-__all__ = ["LabOptions", "Reference", "run_case", "run_reference", "store_of"]
+__all__ = ["LabOptions", "Reference", "run_case", "run_reference", "store_of", "usable_cpus"]
 
 # Facts that differ between two runs of the same scenario (paths, byte
 # counts that depend on timestamps) and do not describe the state reached.
@@ -47,6 +48,10 @@ class LabOptions:
     # With spawn "fork": how many children the fork server keeps forked ahead
     # of the requests (None: its default; 0: it forks when asked).
     fork_ahead: int | None = None
+    # With spawn "fork": whether the children forked ahead warm up while they
+    # wait, which pays only on a core that would otherwise idle (None: yes,
+    # unless an exploration runs a case on every core; see `for_jobs`).
+    fork_warm: bool | None = None
 
     def __post_init__(self) -> None:
         if self.spawn not in ("fork", "exec"):
@@ -55,6 +60,17 @@ class LabOptions:
             type(self.fork_ahead) is not int or self.fork_ahead < 0
         ):
             raise LabUsageError(f"fork_ahead must be an integer >= 0, not {self.fork_ahead!r}")
+        if self.fork_warm is not None and type(self.fork_warm) is not bool:
+            raise LabUsageError(f"fork_warm must be True, False or None, not {self.fork_warm!r}")
+
+    def for_jobs(self, jobs: int) -> LabOptions:
+        """These options for `jobs` cases at a time: unless `fork_warm` says,
+        the children forked ahead warm up only while the jobs leave a core
+        free.  With a case on every core the warm-up only competes with them
+        (measured: --jobs 2 on 2 cores took 6% longer with it)."""
+        if self.fork_warm is not None:
+            return self
+        return replace(self, fork_warm=jobs < usable_cpus())
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +95,13 @@ class Reference:
     @property
     def occurrences(self) -> list[str]:
         return [f"{m['boundary']}#{m['n']}" for m in self.boundaries]
+
+
+def usable_cpus() -> int:
+    """How many CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def slug(text: str) -> str:
@@ -139,7 +162,9 @@ def _child(
     cwd = str(session.parent)
     if options.spawn == "fork":
         tail = argv[len(options.target.command) :]
-        server = shared_server(ForkServer, ahead=options.fork_ahead)
+        server = shared_server(
+            ForkServer, ahead=options.fork_ahead, warm=options.fork_warm is not False
+        )
         return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, server=server,
                      server_argv=tail)  # fmt: skip
     return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd)

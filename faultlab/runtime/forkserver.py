@@ -47,6 +47,7 @@ from faultlab.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = [
     "AHEAD",
+    "COLD",
     "ForkChild",
     "enter_child",
     "release",
@@ -59,6 +60,8 @@ _MAX_MESSAGE = 1 << 20
 # Children kept forked ahead by default: one per lab worker that may ask at
 # the same moment (0: fork on request).
 AHEAD = 2
+# The server argument that keeps the children forked ahead from warming up.
+COLD = "cold"
 _FD_ORDER = ("report", "reply", "stderr")
 _MAX_FD = os.sysconf("SC_OPEN_MAX")
 
@@ -384,7 +387,9 @@ def _drain(fd: int) -> None:
             return
 
 
-def serve(fd: int, *, ahead: int = AHEAD) -> None:
+def serve(fd: int, *, ahead: int = AHEAD, warm: bool = True) -> None:
+    """Serve the lab on socket `fd`, keeping `ahead` children forked ahead,
+    which warm up while they wait if `warm` (see below)."""
     entry.warm_up()
     # Objects that exist now live as long as the server: keep the collector
     # off them, so children do not copy their pages just to scan them.
@@ -394,8 +399,11 @@ def serve(fd: int, *, ahead: int = AHEAD) -> None:
     # the pages every run writes to (the event loop's machinery above all)
     # are copied now rather than after the lab asked for the child: about
     # half of a run's copy-on-write faults move off the case's critical path.
+    # That pays only where a core would otherwise idle: when the lab runs a
+    # case on every core, the warm-up competes with them and costs more CPU
+    # than the faults it moves (the lab then asks for `warm=False`).
     serve_requests(
-        fd, _FD_ORDER, _child, ahead=ahead, prepare=entry.warm_up,
+        fd, _FD_ORDER, _child, ahead=ahead, prepare=entry.warm_up if warm else None,
         after_hand_over=_remember_scenario,
     )  # fmt: skip
 
@@ -414,16 +422,22 @@ def _reap(sock: socket.socket, handed: set[int]) -> None:
             _send(sock, {"exited": pid, "status": os.waitstatus_to_exitcode(status)})
 
 
-def server_arguments(argv: Sequence[str]) -> tuple[int, int]:
-    """`FD [AHEAD]` of `python -m MODULE FD [AHEAD]`: the lab's socket and how
-    many children to keep forked ahead."""
-    fd = int(argv[0])
-    ahead = int(argv[1]) if len(argv) > 1 else AHEAD
+def server_arguments(argv: Sequence[str]) -> tuple[int, int, bool]:
+    """`FD [AHEAD] [cold]` of `python -m MODULE FD [AHEAD] [cold]`: the lab's
+    socket, how many children to keep forked ahead, and whether they warm up
+    while they wait (not with `cold`)."""
+    fd, *rest = argv
+    warm = not rest or rest[-1] != COLD
+    if not warm:
+        rest.pop()
+    if len(rest) > 1:
+        raise ValueError(f"expected FD [AHEAD] [{COLD}], not {' '.join(argv)}")
+    ahead = int(rest[0]) if rest else AHEAD
     if ahead < 0:
         raise ValueError(f"ahead must be >= 0, not {ahead}")
-    return fd, ahead
+    return int(fd), ahead, warm
 
 
 if __name__ == "__main__":
-    socket_fd, children_ahead = server_arguments(sys.argv[1:])
-    serve(socket_fd, ahead=children_ahead)
+    socket_fd, children_ahead, warm_children = server_arguments(sys.argv[1:])
+    serve(socket_fd, ahead=children_ahead, warm=warm_children)

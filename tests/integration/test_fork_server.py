@@ -9,15 +9,16 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from faultlab.lab import api
 from faultlab.lab.determinism import check_determinism
-from faultlab.lab.explore import COVERAGE, plan_cases, run_one
+from faultlab.lab.explore import COVERAGE, explore, load_scenarios, plan_cases, run_one
 from faultlab.lab.forkserver import ForkServer
-from faultlab.lab.runner import LabOptions, run_reference
+from faultlab.lab.runner import LabOptions, run_reference, usable_cpus
 from faultlab.lab.spawn import Child
 from faultlab.scenario import load_scenario
 
@@ -166,3 +167,61 @@ def test_the_servers_cpu_time_counts_the_children_it_reaped(tmp_path: Path) -> N
     finally:
         server.close()
     assert server.cpu_seconds() == 0.0
+
+
+def _minor_faults(pid: int) -> int:
+    # /proc/PID/stat: the command is in parentheses; minflt is the 10th field.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[7])
+
+
+def _waiting_children_faults(server: ForkServer) -> list[int]:
+    """The minor page faults of the children the server keeps forked ahead,
+    once each has had its time to warm up (bounded)."""
+    deadline = time.monotonic() + 30
+    while True:
+        children = psutil.Process(server._process.pid).children()
+        faults = [_minor_faults(child.pid) for child in children]
+        time.sleep(0.5)
+        settled = [_minor_faults(child.pid) for child in children]
+        if (len(children) >= 2 and faults == settled) or time.monotonic() > deadline:
+            return settled
+
+
+def test_cold_children_wait_without_warming_up(tmp_path: Path) -> None:
+    # The warm-up runs the argument parser and an event loop: hundreds of
+    # copy-on-write faults in a child that is still waiting.
+    warm, cold = ForkServer(warm=True), ForkServer(warm=False)
+    try:
+        warm_faults = _waiting_children_faults(warm)
+        cold_faults = _waiting_children_faults(cold)
+        assert len(warm_faults) >= 2 and len(cold_faults) >= 2
+        assert max(cold_faults) * 2 < min(warm_faults), (cold_faults, warm_faults)
+        # A cold child still runs the case it is handed.
+        with _parked_child(cold, tmp_path / "a") as child:
+            assert child.run_until_parked_or_exit(60) is not None, child.trace
+            child.kill()
+            assert child.wait(60).returncode == -signal.SIGKILL
+    finally:
+        warm.close()
+        cold.close()
+
+
+def test_an_exploration_on_every_core_forks_cold_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A spy, not a mock: the real spawn runs; it notes which server forked.
+    spawned_by: list[bool] = []
+    spawn = ForkServer.spawn
+
+    def noting(self: ForkServer, *args: Any, **kwargs: Any) -> Any:
+        spawned_by.append(self.warm)
+        return spawn(self, *args, **kwargs)
+
+    monkeypatch.setattr(ForkServer, "spawn", noting)
+    scenarios = load_scenarios([SCENARIOS / "tiny.toml"])
+    for jobs, warm in ((1, usable_cpus() > 1), (usable_cpus(), False)):
+        spawned_by.clear()
+        result = explore(scenarios, _options(tmp_path / str(jobs), "fork"), jobs=jobs)
+        assert result.passed
+        assert spawned_by and set(spawned_by) == {warm}

@@ -41,5 +41,6 @@ def serve(fd: int, *, ahead: int = AHEAD) -> None:
 
 
 if __name__ == "__main__":
-    socket_fd, children_ahead = server_arguments(sys.argv[1:])
+    # Its children have no warm-up: `cold` changes nothing here.
+    socket_fd, children_ahead, _warm = server_arguments(sys.argv[1:])
     serve(socket_fd, ahead=children_ahead)

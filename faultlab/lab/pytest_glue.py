@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import shlex
 import tempfile
 from dataclasses import dataclass
@@ -75,9 +76,19 @@ class ScenarioProblem(Exception):
     """A scenario file cannot be collected (one line: file, line, field)."""
 
 
+def pytest_workers() -> int:
+    """How many pytest processes run cases at once: pytest-xdist tells each of
+    its workers how many there are (1 without it)."""
+    try:
+        return max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    except ValueError:
+        return 1
+
+
 def _lab(options: PluginOptions, workdir: Path) -> LabOptions:
+    # Each xdist worker runs one case at a time: together they are the jobs.
     return LabOptions(make_target(policy=options.policy, target=options.target), workdir,
-                      options.timeout)  # fmt: skip
+                      options.timeout).for_jobs(pytest_workers())  # fmt: skip
 
 
 def replay_command(case: Case, *, policy: str | None, target: str | None) -> str:
@@ -200,5 +211,5 @@ class CrashLab:
         lab = LabOptions(
             make_target(policy=policy or self.options.policy, target=self.options.target),
             self.workdir / f"dry-{next(self._count)}", self.options.timeout,
-        )  # fmt: skip
+        ).for_jobs(pytest_workers())  # fmt: skip
         return run_reference(str(Path(path).resolve()), load_scenario(path), lab).occurrences

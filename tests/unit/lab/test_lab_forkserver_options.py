@@ -9,6 +9,7 @@ import pytest
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.forkserver import ForkServer
+from faultlab.lab.pytest_glue import PluginOptions, _lab, pytest_workers
 from faultlab.lab.runner import LabOptions, usable_cpus
 from faultlab.lab.target import reference_target
 from faultlab.runtime.forkserver import AHEAD, COLD, server_arguments
@@ -64,3 +65,18 @@ def test_children_warm_up_only_while_the_jobs_leave_a_core_free(tmp_path: Path) 
 def test_lab_options_refuse_a_bad_count(tmp_path: Path, ahead: object) -> None:
     with pytest.raises(LabUsageError, match="fork_ahead must be an integer >= 0"):
         LabOptions(reference_target(), tmp_path, fork_ahead=ahead)  # type: ignore[arg-type]
+
+
+def test_the_plugin_counts_its_xdist_workers_as_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugin = PluginOptions(True, None, ("sigkill",), None, 60.0, None, tmp_path)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    assert pytest_workers() == 1
+    for told, workers in (("3", 3), ("0", 1), ("many", 1)):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", told)
+        assert pytest_workers() == workers
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(usable_cpus()))
+    assert _lab(plugin, tmp_path).fork_warm is False
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT")
+    assert _lab(plugin, tmp_path).fork_warm is (usable_cpus() > 1)

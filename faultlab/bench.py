@@ -108,9 +108,11 @@ class CrashLoop:
     ``*_seconds`` hold one sample per round: the time of all ``cases`` in
     that mode, each case run in every mode back to back (the order rotates),
     followed by a slice of the floor.  ``fork`` is the default fork server
-    (children forked ahead of the requests); ``on_request`` the same server
-    forking only when asked (for information: what forking ahead gives).  The
-    floor is the median of ``floor_repetitions`` fork + park + SIGKILL + reap.
+    (children forked ahead of the requests, warming up while they wait);
+    ``on_request`` the same server forking only when asked and ``cold`` one
+    whose children do not warm up (for information: what forking ahead and
+    the warm-up give one job).  The floor is the median of
+    ``floor_repetitions`` fork + park + SIGKILL + reap.
     """
 
     scenario: str
@@ -118,6 +120,7 @@ class CrashLoop:
     rounds: int
     fork_seconds: tuple[float, ...]
     on_request_seconds: tuple[float, ...]
+    cold_seconds: tuple[float, ...]
     exec_seconds: tuple[float, ...]
     verdicts: dict[str, int]
     fork_cases_per_s: float
@@ -125,8 +128,10 @@ class CrashLoop:
     exec_cases_per_s: float
     fork_vs_exec: float
     fork_vs_on_request: float
+    fork_vs_cold: float
     fork_ms_per_case: float
     on_request_ms_per_case: float
+    cold_ms_per_case: float
     exec_ms_per_case: float
     floor_ms: float
     floor_repetitions: int
@@ -175,8 +180,13 @@ def _rss_mb() -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-# The crash loop's modes: (name, spawn, children kept forked ahead).
-_MODES = (("fork", "fork", None), ("on_request", "fork", 0), ("exec", "exec", None))
+# The crash loop's modes: (name, spawn, children kept forked ahead, warm-up).
+_MODES = (
+    ("fork", "fork", None, True),
+    ("on_request", "fork", 0, True),
+    ("cold", "fork", None, False),
+    ("exec", "exec", None, True),
+)
 
 
 def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
@@ -188,18 +198,20 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
     with api.workdir() as work:
         references: dict[str, Reference] = {}
         options: dict[str, LabOptions] = {}
-        for mode, spawn, ahead in _MODES:
+        for mode, spawn, ahead, warm in _MODES:
             references[mode] = api.reference_run(scenario, workdir=work / mode, spawn=spawn)
             if references[mode].returncode != 0:
                 raise BenchError(f"the {mode} reference run of {scenario} failed")
-            options[mode] = LabOptions(api.make_target(), work / mode, 60.0, spawn, ahead)
+            options[mode] = LabOptions(
+                api.make_target(), work / mode, 60.0, spawn, ahead, fork_warm=warm
+            )
         cases = [c for c in plan_cases(references["fork"]) if c.occurrence != COVERAGE]
         if quick:  # a handful, spread over the run
             cases = cases[:: max(1, len(cases) // 3)][:3]
         verdicts: Counter[str] = Counter()
         floor: list[float] = []
         floor_per_case = -(-floor_per_round // len(cases))
-        names = [mode for mode, _spawn, _ahead in _MODES]
+        names = [mode for mode, _spawn, _ahead, _warm in _MODES]
 
         children: list[int] = []  # processes per fork case (each left its stderr file)
 
@@ -245,6 +257,7 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
         rounds=rounds,
         fork_seconds=tuple(samples["fork"]),
         on_request_seconds=tuple(samples["on_request"]),
+        cold_seconds=tuple(samples["cold"]),
         exec_seconds=tuple(samples["exec"]),
         verdicts=dict(verdicts),
         fork_cases_per_s=len(cases) / median["fork"],
@@ -252,8 +265,10 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
         exec_cases_per_s=len(cases) / median["exec"],
         fork_vs_exec=median["exec"] / median["fork"],
         fork_vs_on_request=median["on_request"] / median["fork"],
+        fork_vs_cold=median["cold"] / median["fork"],
         fork_ms_per_case=per_case_ms["fork"],
         on_request_ms_per_case=per_case_ms["on_request"],
+        cold_ms_per_case=per_case_ms["cold"],
         exec_ms_per_case=per_case_ms["exec"],
         floor_ms=floor_ms,
         floor_repetitions=len(floor),
@@ -272,7 +287,9 @@ class ExploreJobs:
     """Wall time of one whole exploration with --jobs 1 and --jobs 2, with the
     default fork server (children forked ahead) and, for information, with
     the server forking on request: forking ahead uses the second core for a
-    single job, which takes part of what a second job would gain."""
+    single job, which takes part of what a second job would gain.  Also for
+    information: --jobs 2 with the children warming up while they wait,
+    which the lab skips when the jobs fill the CPUs (``warm_jobs2``)."""
 
     scenarios: tuple[str, ...]
     cases: int
@@ -281,6 +298,7 @@ class ExploreJobs:
     jobs2_seconds: tuple[float, ...]
     on_request_jobs1_seconds: tuple[float, ...]
     on_request_jobs2_seconds: tuple[float, ...]
+    warm_jobs2_seconds: tuple[float, ...]
     all_passed: bool
     jobs1_median: float
     jobs2_median: float
@@ -288,6 +306,8 @@ class ExploreJobs:
     on_request_jobs1_median: float
     on_request_jobs2_median: float
     on_request_speedup: float
+    warm_jobs2_median: float
+    warm_vs_default_jobs2: float  # > 1: the default (no warm-up on 2 cores) is faster
     # CPU seconds (the lab, the fork server and its children) per wall
     # second: how many of the 2 cores each side kept busy.  A single job
     # that already keeps 1.2 cores busy can gain at most 2/1.2 from a second.
@@ -318,10 +338,12 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
     cases: set[int] = set()
     passed: list[bool] = []
 
-    def one_round(jobs: int, ahead: int | None) -> Callable[[], tuple[float, float]]:
+    def one_round(
+        jobs: int, ahead: int | None, warm: bool | None = None
+    ) -> Callable[[], tuple[float, float]]:
         def run() -> tuple[float, float]:
             with api.workdir() as work:
-                options = LabOptions(api.make_target(), work, 60.0, "fork", ahead)
+                options = LabOptions(api.make_target(), work, 60.0, "fork", ahead, warm)
                 cpu_before = _lab_cpu_seconds()
                 started = time.perf_counter()
                 result = explore(scenarios, options, jobs=jobs)
@@ -330,6 +352,7 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
             cases.add(len(result.results))
             passed.append(result.passed)
             how = "forked ahead" if ahead is None else "forked on request"
+            how += ", warm" if warm else ""
             say(
                 f"explore: {len(result.results)} case(s) with {jobs} job(s), {how}, "
                 f"in {seconds:.1f}s, {cpu / seconds:.2f} cores busy"
@@ -340,14 +363,23 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
 
     first_path, first_scenario = scenarios[0]
     for ahead in (None, 0):  # start and warm up every fork server the runs use
-        for jobs in (1, 2):
+        for warm in (True, False):
             with api.workdir() as work:
-                warm = LabOptions(api.make_target(), work, 60.0, "fork", ahead).for_jobs(jobs)
-                run_reference(first_path, first_scenario, warm)
+                options = LabOptions(api.make_target(), work, 60.0, "fork", ahead, warm)
+                run_reference(first_path, first_scenario, options)
     sides = _side_by_side(
-        rounds, [one_round(1, None), one_round(2, None), one_round(1, 0), one_round(2, 0)]
+        rounds,
+        [
+            one_round(1, None),
+            one_round(2, None),
+            one_round(1, 0),
+            one_round(2, 0),
+            one_round(2, None, warm=True),
+        ],
     )
-    jobs1, jobs2, request1, request2 = ([seconds for seconds, _cpu in side] for side in sides)
+    jobs1, jobs2, request1, request2, warm2 = (
+        [seconds for seconds, _cpu in side] for side in sides
+    )
     cores = [_median([cpu / seconds for seconds, cpu in side]) for side in sides]
     cpu_per_case = [_median([cpu for _seconds, cpu in side]) / max(cases) * 1000 for side in sides]
     one, two = _median(jobs1), _median(jobs2)
@@ -361,6 +393,7 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
         jobs2_seconds=tuple(jobs2),
         on_request_jobs1_seconds=tuple(request1),
         on_request_jobs2_seconds=tuple(request2),
+        warm_jobs2_seconds=tuple(warm2),
         all_passed=all(passed),
         jobs1_median=one,
         jobs2_median=two,
@@ -368,6 +401,8 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
         on_request_jobs1_median=one_on_request,
         on_request_jobs2_median=two_on_request,
         on_request_speedup=one_on_request / two_on_request,
+        warm_jobs2_median=_median(warm2),
+        warm_vs_default_jobs2=_median(warm2) / two,
         jobs1_cores=cores[0],
         jobs2_cores=cores[1],
         on_request_jobs1_cores=cores[2],

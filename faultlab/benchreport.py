@@ -51,7 +51,7 @@ def _row(label: str, value: str, note: str = "") -> str:
 
 
 def _table_crash_loop(c: Mapping[str, Any]) -> list[str]:
-    return [
+    lines = [
         f"crash loop: {c['scenario']}, {c['cases']} SIGKILL case(s) x {c['rounds']} round(s)",
         _row(
             "fork", f"{c['fork_cases_per_s']:.1f} cases/s", f"{c['fork_ms_per_case']:.1f} ms/case"
@@ -79,6 +79,15 @@ def _table_crash_loop(c: Mapping[str, Any]) -> list[str]:
         ),
         _row("forked ahead / forked on request", f"{c['fork_vs_on_request']:.2f}x"),
     ]
+    if "fork_vs_cold" in c:  # reports written before the warm-up was compared lack it
+        lines.append(
+            _row(
+                "warm / cold children (one job)",
+                f"{c['fork_vs_cold']:.2f}x",
+                f"cold {c['cold_ms_per_case']:.1f} ms/case (information)",
+            )
+        )
+    return lines
 
 
 def _table_explore_jobs(c: Mapping[str, Any]) -> list[str]:
@@ -109,6 +118,12 @@ def _table_explore_jobs(c: Mapping[str, Any]) -> list[str]:
     if measured_cpu:
         cores = f"{c['on_request_jobs1_cores']:.2f} / {c['on_request_jobs2_cores']:.2f}"
         lines.append(_row("cores busy, forked on request", cores))
+    if "warm_jobs2_median" in c:
+        lines += [
+            "  for information, no target: --jobs 2 with the waiting children warming up",
+            _row("--jobs 2, warm", f"{c['warm_jobs2_median']:.2f} s"),
+            _row("warm / default, --jobs 2", f"{c['warm_vs_default_jobs2']:.2f}x"),
+        ]
     return lines
 
 

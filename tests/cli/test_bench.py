@@ -14,11 +14,13 @@ from faultlab.cli import main
 RATIOS = {
     "crash_loop": ("fork_cases_per_s", "exec_cases_per_s", "floor_ms", "fork_vs_exec",
                    "fork_case_vs_floor", "on_request_cases_per_s", "fork_vs_on_request",
-                   "processes_per_case", "fork_process_vs_floor"),
+                   "processes_per_case", "fork_process_vs_floor", "fork_vs_cold",
+                   "cold_ms_per_case"),
     "explore_jobs": ("jobs1_median", "jobs2_median", "speedup", "on_request_jobs1_median",
                      "on_request_jobs2_median", "on_request_speedup", "jobs1_cores",
                      "jobs2_cores", "on_request_jobs1_cores", "on_request_jobs2_cores",
-                     "jobs1_cpu_ms_per_case", "jobs2_cpu_ms_per_case"),
+                     "jobs1_cpu_ms_per_case", "jobs2_cpu_ms_per_case", "warm_jobs2_median",
+                     "warm_vs_default_jobs2"),
     "log_reload": ("orjson_mb_per_s", "json_mb_per_s", "orjson_vs_json"),
     "checkpoint_cost": ("semantic_vs_turn_only_stream", "semantic_vs_turn_only_tools"),
 }  # fmt: skip

@@ -327,10 +327,7 @@ def run_case(
             repair_status=settled.get("repair_status", observation.repair_status),
             resume_status=settled.get("resume_status", observation.resume_status),
         )
-        if (real.repair_status, real.resume_status) != (
-            observation.repair_status,
-            observation.resume_status,
-        ):
+        if real != observation:  # every other field is the same object: cheap
             violations = judge(real)
     except ChildHung as hung:
         return result("hung", [Violation("CHILD_HUNG", f"recovery of {case.id}: {hung}")])

@@ -212,8 +212,8 @@ class Child:
         """Reap the child (the one reaper), then sweep its group for stragglers.
 
         With `early`, a forked child whose trace ended with its release (it
-        closed every fd but the report pipe, reported its exit code, closed
-        that too) is not waited for: its reported code is returned at once,
+        closed every fd but its probe pipes, reported its exit code, closed
+        the report pipe) is not waited for: its reported code is returned at once,
         while the kernel still tears the process down.  `settle` then waits
         for the real status, which replaces the reported one."""
         assert self._proc is not None

@@ -69,6 +69,7 @@ class ForkServer:
             raise ValueError(f"warm must be True or False, not {warm!r}")
         lab_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.warm = warm
+        # "cold" is faultlab.runtime.forkserver.COLD (the lab never imports the runtime).
         extra = ([] if ahead is None else [str(ahead)]) + ([] if warm else ["cold"])
         try:
             self._process = subprocess.Popen(

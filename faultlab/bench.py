@@ -288,8 +288,9 @@ class ExploreJobs:
     default fork server (children forked ahead) and, for information, with
     the server forking on request: forking ahead uses the second core for a
     single job, which takes part of what a second job would gain.  Also for
-    information: --jobs 2 with the children warming up while they wait,
-    which the lab skips when the jobs fill the CPUs (``warm_jobs2``)."""
+    information: --jobs 2 with children that do not warm up while they
+    wait, as the lab's children do not with more jobs than CPUs
+    (``cold_jobs2``)."""
 
     scenarios: tuple[str, ...]
     cases: int
@@ -298,7 +299,7 @@ class ExploreJobs:
     jobs2_seconds: tuple[float, ...]
     on_request_jobs1_seconds: tuple[float, ...]
     on_request_jobs2_seconds: tuple[float, ...]
-    warm_jobs2_seconds: tuple[float, ...]
+    cold_jobs2_seconds: tuple[float, ...]
     all_passed: bool
     jobs1_median: float
     jobs2_median: float
@@ -306,8 +307,8 @@ class ExploreJobs:
     on_request_jobs1_median: float
     on_request_jobs2_median: float
     on_request_speedup: float
-    warm_jobs2_median: float
-    warm_vs_default_jobs2: float  # > 1: the default (no warm-up on 2 cores) is faster
+    cold_jobs2_median: float
+    cold_vs_default_jobs2: float  # > 1: the default (warm-up on 2 cores) is faster
     # CPU seconds (the lab, the fork server and its children) per wall
     # second: how many of the 2 cores each side kept busy.  A single job
     # that already keeps 1.2 cores busy can gain at most 2/1.2 from a second.
@@ -352,7 +353,7 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
             cases.add(len(result.results))
             passed.append(result.passed)
             how = "forked ahead" if ahead is None else "forked on request"
-            how += ", warm" if warm else ""
+            how += "" if warm is None else (", warm" if warm else ", cold")
             say(
                 f"explore: {len(result.results)} case(s) with {jobs} job(s), {how}, "
                 f"in {seconds:.1f}s, {cpu / seconds:.2f} cores busy"
@@ -374,10 +375,10 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
             one_round(2, None),
             one_round(1, 0),
             one_round(2, 0),
-            one_round(2, None, warm=True),
+            one_round(2, None, warm=False),
         ],
     )
-    jobs1, jobs2, request1, request2, warm2 = (
+    jobs1, jobs2, request1, request2, cold2 = (
         [seconds for seconds, _cpu in side] for side in sides
     )
     cores = [_median([cpu / seconds for seconds, cpu in side]) for side in sides]
@@ -393,7 +394,7 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
         jobs2_seconds=tuple(jobs2),
         on_request_jobs1_seconds=tuple(request1),
         on_request_jobs2_seconds=tuple(request2),
-        warm_jobs2_seconds=tuple(warm2),
+        cold_jobs2_seconds=tuple(cold2),
         all_passed=all(passed),
         jobs1_median=one,
         jobs2_median=two,
@@ -401,8 +402,8 @@ def explore_jobs(quick: bool, *, say: Say = _quiet) -> ExploreJobs:
         on_request_jobs1_median=one_on_request,
         on_request_jobs2_median=two_on_request,
         on_request_speedup=one_on_request / two_on_request,
-        warm_jobs2_median=_median(warm2),
-        warm_vs_default_jobs2=_median(warm2) / two,
+        cold_jobs2_median=_median(cold2),
+        cold_vs_default_jobs2=_median(cold2) / two,
         jobs1_cores=cores[0],
         jobs2_cores=cores[1],
         on_request_jobs1_cores=cores[2],

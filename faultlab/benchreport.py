@@ -118,11 +118,11 @@ def _table_explore_jobs(c: Mapping[str, Any]) -> list[str]:
     if measured_cpu:
         cores = f"{c['on_request_jobs1_cores']:.2f} / {c['on_request_jobs2_cores']:.2f}"
         lines.append(_row("cores busy, forked on request", cores))
-    if "warm_jobs2_median" in c:
+    if "cold_jobs2_median" in c:
         lines += [
-            "  for information, no target: --jobs 2 with the waiting children warming up",
-            _row("--jobs 2, warm", f"{c['warm_jobs2_median']:.2f} s"),
-            _row("warm / default, --jobs 2", f"{c['warm_vs_default_jobs2']:.2f}x"),
+            "  for information, no target: --jobs 2, the waiting children not warming up",
+            _row("--jobs 2, cold", f"{c['cold_jobs2_median']:.2f} s"),
+            _row("cold / default, --jobs 2", f"{c['cold_vs_default_jobs2']:.2f}x"),
         ]
     return lines
 

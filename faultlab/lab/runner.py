@@ -50,7 +50,8 @@ class LabOptions:
     fork_ahead: int | None = None
     # With spawn "fork": whether the children forked ahead warm up while they
     # wait, which pays only on a core that would otherwise idle (None: yes,
-    # unless an exploration runs a case on every core; see `for_jobs`).
+    # unless an exploration runs more cases at once than there are CPUs;
+    # see `for_jobs`).
     fork_warm: bool | None = None
 
     def __post_init__(self) -> None:
@@ -65,13 +66,13 @@ class LabOptions:
 
     def for_jobs(self, jobs: int) -> LabOptions:
         """These options for `jobs` cases at a time: unless `fork_warm` says,
-        the children forked ahead warm up only while the jobs leave a core
-        free.  With a case on every core the warm-up only competes with them
-        (measured on 2 cores: --jobs 2 the same time and 5% more CPU with
-        it, --jobs 4 14% more time)."""
+        the children forked ahead warm up unless there are more jobs than
+        CPUs.  Measured on 2 cores, warm vs cold: --jobs 2 took the same
+        time (its cases leave a core idle while they wait on scripted
+        latencies) for 5% more CPU; --jobs 4 took 14% more time."""
         if self.fork_warm is not None:
             return self
-        return replace(self, fork_warm=jobs < usable_cpus())
+        return replace(self, fork_warm=jobs <= usable_cpus())
 
 
 @dataclass(frozen=True, slots=True)

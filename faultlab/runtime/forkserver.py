@@ -399,9 +399,9 @@ def serve(fd: int, *, ahead: int = AHEAD, warm: bool = True) -> None:
     # the pages every run writes to (the event loop's machinery above all)
     # are copied now rather than after the lab asked for the child: about
     # half of a run's copy-on-write faults move off the case's critical path.
-    # That pays only where a core would otherwise idle: when the lab runs a
-    # case on every core, the warm-up competes with them, for more CPU and,
-    # with more jobs than cores, more time (the lab then asks for `warm=False`).
+    # That pays only where a core would otherwise idle: when the lab runs
+    # more cases at once than there are cores, the warm-up competes with them
+    # for CPU and time (the lab then asks for `warm=False`).
     serve_requests(
         fd, _FD_ORDER, _child, ahead=ahead, prepare=entry.warm_up if warm else None,
         after_hand_over=_remember_scenario,

@@ -19,8 +19,8 @@ RATIOS = {
     "explore_jobs": ("jobs1_median", "jobs2_median", "speedup", "on_request_jobs1_median",
                      "on_request_jobs2_median", "on_request_speedup", "jobs1_cores",
                      "jobs2_cores", "on_request_jobs1_cores", "on_request_jobs2_cores",
-                     "jobs1_cpu_ms_per_case", "jobs2_cpu_ms_per_case", "warm_jobs2_median",
-                     "warm_vs_default_jobs2"),
+                     "jobs1_cpu_ms_per_case", "jobs2_cpu_ms_per_case", "cold_jobs2_median",
+                     "cold_vs_default_jobs2"),
     "log_reload": ("orjson_mb_per_s", "json_mb_per_s", "orjson_vs_json"),
     "checkpoint_cost": ("semantic_vs_turn_only_stream", "semantic_vs_turn_only_tools"),
 }  # fmt: skip

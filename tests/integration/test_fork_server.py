@@ -207,7 +207,7 @@ def test_cold_children_wait_without_warming_up(tmp_path: Path) -> None:
         cold.close()
 
 
-def test_an_exploration_on_every_core_forks_cold_children(
+def test_an_exploration_with_more_jobs_than_cpus_forks_cold_children(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A spy, not a mock: the real spawn runs; it notes which server forked.
@@ -220,7 +220,7 @@ def test_an_exploration_on_every_core_forks_cold_children(
 
     monkeypatch.setattr(ForkServer, "spawn", noting)
     scenarios = load_scenarios([SCENARIOS / "tiny.toml"])
-    for jobs, warm in ((1, usable_cpus() > 1), (usable_cpus(), False)):
+    for jobs, warm in ((1, True), (usable_cpus(), True), (usable_cpus() + 1, False)):
         spawned_by.clear()
         result = explore(scenarios, _options(tmp_path / str(jobs), "fork"), jobs=jobs)
         assert result.passed

@@ -48,12 +48,12 @@ def test_lab_options_refuse_a_bad_warm_flag(tmp_path: Path, warm: object) -> Non
         LabOptions(reference_target(), tmp_path, fork_warm=warm)  # type: ignore[arg-type]
 
 
-def test_children_warm_up_only_while_the_jobs_leave_a_core_free(tmp_path: Path) -> None:
+def test_children_warm_up_unless_the_jobs_outnumber_the_cpus(tmp_path: Path) -> None:
     options = LabOptions(reference_target(), tmp_path)
     cpus = usable_cpus()
-    if cpus > 1:
-        assert options.for_jobs(cpus - 1).fork_warm is True
-    assert options.for_jobs(cpus).fork_warm is False
+    assert options.for_jobs(1).fork_warm is True
+    assert options.for_jobs(cpus).fork_warm is True
+    assert options.for_jobs(cpus + 1).fork_warm is False
     assert options.for_jobs(cpus + 3).fork_warm is False
     for chosen in (True, False):  # a choice made in the options stands
         explicit = LabOptions(reference_target(), tmp_path, fork_warm=chosen)
@@ -76,7 +76,9 @@ def test_the_plugin_counts_its_xdist_workers_as_jobs(
     for told, workers in (("3", 3), ("0", 1), ("many", 1)):
         monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", told)
         assert pytest_workers() == workers
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(usable_cpus()))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(usable_cpus() + 1))
     assert _lab(plugin, tmp_path).fork_warm is False
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(usable_cpus()))
+    assert _lab(plugin, tmp_path).fork_warm is True
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT")
-    assert _lab(plugin, tmp_path).fork_warm is (usable_cpus() > 1)
+    assert _lab(plugin, tmp_path).fork_warm is True

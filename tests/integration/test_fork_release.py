@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -32,9 +33,9 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 @pytest.fixture(scope="module")
-def server() -> ForkServer:
+def server() -> Iterator[ForkServer]:
     server = ForkServer()
-    yield server  # type: ignore[misc]
+    yield server
     server.close()
 
 
@@ -50,9 +51,9 @@ def _forked_run(server: ForkServer, where: Path) -> Child:
 def test_a_finished_forked_child_is_let_go_before_it_is_reaped(
     server: ForkServer, tmp_path: Path
 ) -> None:
-    # Several times: the lab closing its end of the report pipe must never
-    # make the child leave with another code (its probe reads the replies
-    # on another thread, and the reply pipe stays open until it is settled).
+    # Several times: the lab closing its pipe ends must never make the child
+    # leave with another code (its probe reads the replies on another
+    # thread, so the reply pipe stays open until the child is settled).
     for index in range(20):
         where = tmp_path / str(index)
         with _forked_run(server, where) as child:

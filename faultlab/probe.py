@@ -69,7 +69,7 @@ ENV_FDS = "FAULTLAB_PROBE_FDS"
 ENV_ARM = "FAULTLAB_ARM"
 
 # The key of the last report of a fork server's child that closed every fd
-# but the report pipe and is about to exit: {"exiting": CODE} (the fork
+# but its probe pipes and is about to exit: {"exiting": CODE} (the fork
 # server writes it, never a target; see docs/fork-server.md).
 RELEASED = "exiting"
 

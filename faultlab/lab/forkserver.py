@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 import orjson
 import psutil
 
+from faultlab.lab.environment import trimmed_environment
+
 __all__ = ["ForkServer", "ForkServerError", "ForkedProcess", "shared_server", "shared_servers"]
 
 
@@ -78,6 +80,8 @@ class ForkServer:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,
+                # What every child is given: a child then only adds its probe's.
+                env=trimmed_environment(),
             )
         finally:
             server_end.close()

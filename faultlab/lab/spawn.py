@@ -20,22 +20,11 @@ from typing import Any
 import orjson
 import psutil
 
+from faultlab.lab.environment import trimmed_environment
 from faultlab.lab.forkserver import ForkedProcess, ForkServer
 from faultlab.probe import ENV_ARM, ENV_FDS, RELEASED
 
 __all__ = ["Child", "ChildExit", "ChildHung", "kill_all", "signal_group", "trimmed_environment"]
-
-# Variables a child may need to find Python and its packages; everything
-# else of the lab's environment stays out of the target.
-_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", "SYSTEMROOT")
-
-
-def trimmed_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {key: os.environ[key] for key in _KEEP if key in os.environ}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.update(extra or {})
-    return env
-
 
 _LIVE: set[Child] = set()  # children started and not reaped yet
 

@@ -102,12 +102,24 @@ def enter_child(
     for fd in close:
         if fd > 2 and fd not in probe:
             os.close(fd)
-    os.environ.clear()
-    os.environ.update(request["env"])
-    os.environ["FAULTLAB_PROBE_FDS"] = f"{probe[0]},{probe[1]}"
+    _take_environment({**request["env"], "FAULTLAB_PROBE_FDS": f"{probe[0]},{probe[1]}"})
     if request.get("cwd"):
         os.chdir(request["cwd"])
     sys.argv = [program, *request["argv"]]
+
+
+def _take_environment(wanted: dict[str, str]) -> None:
+    """Make the environment exactly `wanted` (os.environ and the C-level one
+    a subprocess would inherit), setting and unsetting only the variables
+    that differ.  The lab starts the server with the environment it gives
+    every child, so only the probe's variables usually differ: clearing and
+    refilling all of them cost 0.5 ms a child, as much as one wake-up hop."""
+    environ = os.environ
+    for key in [key for key in environ if key not in wanted]:
+        del environ[key]
+    for key, value in wanted.items():
+        if environ.get(key) != value:
+            environ[key] = value
 
 
 _scenarios = _Scenarios()  # the server's; a child forked later reads its copy

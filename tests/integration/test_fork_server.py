@@ -2,7 +2,8 @@
 # it: a forked child is the same runtime as an exec'd one (same files left
 # behind, same verdict), holds none of the server's sockets, reads a scenario
 # that changed after it was forked ahead, and no child forked ahead outlives
-# the server or breaks a request by dying while it waits.
+# the server or breaks a request by dying while it waits; the server starts
+# with the environment it gives its children.
 from __future__ import annotations
 
 import os
@@ -16,6 +17,7 @@ import pytest
 
 from faultlab.lab import api
 from faultlab.lab.determinism import check_determinism
+from faultlab.lab.environment import trimmed_environment
 from faultlab.lab.explore import COVERAGE, explore, load_scenarios, plan_cases, run_one
 from faultlab.lab.forkserver import ForkServer
 from faultlab.lab.runner import LabOptions, run_reference, usable_cpus
@@ -98,6 +100,17 @@ def test_a_forked_child_holds_none_of_the_servers_sockets(tmp_path: Path) -> Non
         for child in children:
             child.close()
         server.close()
+
+
+def test_the_server_starts_with_the_environment_it_gives_children() -> None:
+    # A child then changes only its probe's variables (enter_child), instead
+    # of clearing and refilling the lab's whole environment.
+    server = ForkServer()
+    try:
+        initial = psutil.Process(server._process.pid).environ()
+    finally:
+        server.close()
+    assert initial == trimmed_environment()
 
 
 def test_children_forked_ahead_leave_with_the_server(tmp_path: Path) -> None:

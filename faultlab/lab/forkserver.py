@@ -104,22 +104,30 @@ class ForkServer:
         reply_fd: int,
         stderr_fd: int,
         cwd: str | None = None,
+        after: int | None = None,
         timeout: float = 30.0,
     ) -> ForkedProcess:
-        """Fork a runtime child running `python -m faultlab.runtime *argv`."""
+        """Fork a runtime child running `python -m faultlab.runtime *argv`;
+        given `after`, a pidfd, the runtime starts once that process is gone."""
         return self.request(argv, env=env, fds=(report_fd, reply_fd, stderr_fd), cwd=cwd,
-                            timeout=timeout)  # fmt: skip
+                            after=after, timeout=timeout)  # fmt: skip
 
     def request(
         self, argv: Sequence[str], *, env: Mapping[str, str], fds: Sequence[int],
-        cwd: str | None = None, timeout: float = 30.0,
+        cwd: str | None = None, after: int | None = None, timeout: float = 30.0,
     ) -> ForkedProcess:  # fmt: skip
         """Ask the server for a child running `argv` with `fds` (in the order the
-        server expects); return it once forked."""
+        server expects); return it once forked.  Given `after` (a pidfd), the
+        child waits until that process has exited before it runs."""
         request_id = next(self._ids)
         ready = threading.Event()
         answer: list[Any] = []
-        message = {"id": request_id, "argv": list(argv), "env": dict(env), "cwd": cwd}
+        message: dict[str, Any] = {
+            "id": request_id, "argv": list(argv), "env": dict(env), "cwd": cwd
+        }  # fmt: skip
+        if after is not None:
+            message["after"] = True
+            fds = [*fds, after]
         with self._lock:
             if self._closed:
                 raise ForkServerError(f"{self.what} is closed")

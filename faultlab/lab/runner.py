@@ -152,13 +152,14 @@ def _run_to_exit(child: Child, timeout: float, *, early: bool = False) -> ChildE
 
 def _child(
     options: LabOptions, scenario: str, session: Path, mode: Mode, name: str,
-    armed: str | None = None,
+    armed: str | None = None, after: int | None = None,
 ) -> Child:  # fmt: skip
     argv = options.target.argv(scenario, session, mode)
     stderr = session.parent / f"{name}.stderr"
     session.parent.mkdir(parents=True, exist_ok=True)
     if not options.target.reference:
-        return Child(argv, stderr_path=stderr, armed=armed)  # the user's cwd, as typed
+        # the user's cwd, as typed
+        return Child(argv, stderr_path=stderr, armed=armed, after=after)
     # The reference runtime runs in its case directory (scenario paths are
     # absolute), which also tells whose a process is when sweeping.
     cwd = str(session.parent)
@@ -168,8 +169,8 @@ def _child(
             ForkServer, ahead=options.fork_ahead, warm=options.fork_warm is not False
         )
         return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, server=server,
-                     server_argv=tail)  # fmt: skip
-    return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd)
+                     server_argv=tail, after=after)  # fmt: skip
+    return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, after=after)
 
 
 def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -> Reference:
@@ -241,17 +242,23 @@ class CrashPhase:
     trace: tuple[dict[str, Any], ...]
     status: ChildExit | None
     failure: tuple[Verdict, list[Violation], str] | None
+    # With `let_go`: the crash child, SIGKILLed and let go before it was
+    # reaped (the caller settles it), and its pidfd (the caller closes it).
+    let_go: tuple[Child, int] | None = None
 
 
 def crash_phase(
     case: Case, reference: Reference, options: LabOptions, *, session: Path, where: Path,
-    act: Act = _sigkill,
+    act: Act = _sigkill, let_go: bool = False,
 ) -> CrashPhase:  # fmt: skip
     """Run the target armed at `case.occurrence`, wait for it to park there and
-    inject the fault (`act`): SIGKILL its group, or let it run on to its exit."""
+    inject the fault (`act`): SIGKILL its group, or let it run on to its exit.
+    With `let_go`, a forked child SIGKILLed by `act` without drifting is let
+    go at once (see `Child.kill_and_let_go`) instead of waited for."""
     crash = _child(options, case.scenario, session, "run", "crash", armed=case.occurrence)
     status: ChildExit | None = None
     failure: tuple[Verdict, list[Violation], str] | None = None
+    gone: tuple[Child, int] | None = None
     with crash:
         try:
             parked = crash.run_until_parked_or_exit(options.timeout)
@@ -260,8 +267,12 @@ def crash_phase(
                 exited = crash.wait(options.timeout)
                 drift = f"exited with status {exited.returncode} without reaching {case.occurrence}"
             elif act(crash):
-                crash.kill()
-                crash.wait(options.timeout)
+                pidfd = crash.kill_and_let_go() if let_go and drift is None else None
+                if pidfd is not None:
+                    gone = (crash, pidfd)
+                else:
+                    crash.kill()
+                    crash.wait(options.timeout)
             else:
                 crash.reply("continue")
                 try:
@@ -277,7 +288,7 @@ def crash_phase(
             crash.kill()
             failure = ("hung", [Violation("CHILD_HUNG", f"{case.occurrence}: {hung}")], "")
     _write_trace(where / "trace.jsonl", crash.trace)
-    return CrashPhase(tuple(crash.trace), status, failure)
+    return CrashPhase(tuple(crash.trace), status, failure, gone)
 
 
 def run_case(
@@ -299,18 +310,31 @@ def run_case(
             case, verdict, tuple(violations), time.monotonic() - started, detail, artifacts
         )
 
-    crash = crash_phase(case, reference, options, session=session, where=where, act=act)
+    # A SIGKILLed crash child is let go before it is reaped: the lab reads
+    # its log and starts the repair child, which waits for it to be gone,
+    # while the kernel tears it down.  Not on SQLite: reading a database
+    # whose dying writer still holds its locks could be refused.
+    let_go = act is _sigkill and store.backend == "jsonl"
+    crash = crash_phase(
+        case, reference, options, session=session, where=where, act=act, let_go=let_go
+    )  # fmt: skip
+    unsettled: list[tuple[str, Child]] = []
+    after: int | None = None
+    if crash.let_go is not None:
+        unsettled.append(("crash", crash.let_go[0]))
+        after = crash.let_go[1]
     if crash.failure is not None:
+        _settle_quietly(unsettled, options.timeout)
         return result(*crash.failure)
     artifacts["trace"] = str(where / "trace.jsonl")
 
-    crashed_bytes = store.take(session)
-    unsettled: list[tuple[str, Child]] = []
     try:
+        crashed_bytes = store.take(session)
         observation = recover(
             case, reference, options, where=where, trace=crash.trace,
             crashed=store.parse(crashed_bytes, log_path), crashed_bytes=crashed_bytes,
             artifacts=artifacts, diverged=act is not _sigkill, unsettled=unsettled,
+            after=after,
         )  # fmt: skip
 
         def judge(observation: Observation) -> list[Violation]:
@@ -333,6 +357,8 @@ def run_case(
     except ChildHung as hung:
         return result("hung", [Violation("CHILD_HUNG", f"recovery of {case.id}: {hung}")])
     finally:
+        if after is not None:
+            os.close(after)
         _settle_quietly(unsettled, options.timeout)
     return result("fail" if violations else "pass", violations)
 
@@ -354,7 +380,7 @@ def recover(
     case: Case, reference: Reference, options: LabOptions, *, where: Path,
     trace: tuple[dict[str, Any], ...], crashed: LogView, crashed_bytes: bytes,
     artifacts: dict[str, str], diverged: bool = False,
-    unsettled: list[tuple[str, Child]] | None = None,
+    unsettled: list[tuple[str, Child]] | None = None, after: int | None = None,
 ) -> Observation:  # fmt: skip
     """The crashed session in `where/session` is what survived: let the target
     repair it (`--resume --repair-only`, skipped when no log survived: there
@@ -366,7 +392,8 @@ def recover(
     they exit.  Given `unsettled`, the observation holds their reported exit
     statuses and each is added there, (its observation field, the child), for
     the caller to settle; else they are settled, and their real statuses
-    taken, before this returns."""
+    taken, before this returns.  Given `after` (a pidfd of the crash child,
+    let go before it was reaped), the first child waits for it to be gone."""
     session = where / "session"
     _log, ledger_path = session_files(session)
     store = store_of(options, reference.scenario)
@@ -376,15 +403,14 @@ def recover(
     statuses = {"repair_status": ChildExit(0, "")}
     try:
         if store.exists(session):
-            children.append(
-                ("repair_status", _child(options, case.scenario, session, "repair", "repair"))
-            )
-            statuses["repair_status"] = _run_to_exit(children[-1][1], options.timeout, early=True)
+            repair = _child(options, case.scenario, session, "repair", "repair", after=after)
+            after = None
+            children.append(("repair_status", repair))
+            statuses["repair_status"] = _run_to_exit(repair, options.timeout, early=True)
         repaired_bytes = store.take(session)
         artifacts["repaired"] = str(store.save(repaired_bytes, where, "repaired"))
-        children.append(
-            ("resume_status", _child(options, case.scenario, session, "resume", "resume"))
-        )
+        resume = _child(options, case.scenario, session, "resume", "resume", after=after)
+        children.append(("resume_status", resume))
         statuses["resume_status"] = _run_to_exit(children[-1][1], options.timeout, early=True)
         final_bytes = store.take(session)
         artifacts["final"] = str(store.save(final_bytes, where, "final"))

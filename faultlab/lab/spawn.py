@@ -27,6 +27,15 @@ from faultlab.probe import ENV_ARM, ENV_FDS, RELEASED
 __all__ = ["Child", "ChildExit", "ChildHung", "kill_all", "signal_group", "trimmed_environment"]
 
 _LIVE: set[Child] = set()  # children started and not reaped yet
+_GONE_WITHIN = 60.0  # seconds a SIGKILLed process may take to be gone
+
+
+def _wait_until_gone(pidfd: int, timeout: float) -> None:
+    """Wait (bounded) until the process `pidfd` refers to has exited."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    if not poller.poll(int(timeout * 1000)):
+        raise ChildHung(f"a killed process was not gone within {timeout:g}s")
 
 
 def kill_all() -> None:
@@ -72,6 +81,9 @@ class Child:
     stragglers: list[str] = field(default_factory=list)
     server: ForkServer | None = None  # fork from this server instead of exec
     server_argv: Sequence[str] = ()  # what the server's child runs: runtime arguments
+    # A pidfd: the child's runtime starts only once that process is gone
+    # (the crash child, let go by `kill_and_let_go`).  The caller owns it.
+    after: int | None = None
     _proc: subprocess.Popen[bytes] | ForkedProcess | None = None
     _report_fd: int = -1
     _reply_fd: int = -1
@@ -114,12 +126,14 @@ class Child:
         try:
             return self.server.spawn(
                 self.server_argv, env=env, report_fd=report_w, reply_fd=reply_r,
-                stderr_fd=stderr, cwd=self.cwd,
+                stderr_fd=stderr, cwd=self.cwd, after=self.after,
             )  # fmt: skip
         finally:
             os.close(stderr)
 
     def _exec(self, env: dict[str, str], report_w: int, reply_r: int) -> subprocess.Popen[bytes]:
+        if self.after is not None:
+            _wait_until_gone(self.after, _GONE_WITHIN)
         with open(self.stderr_path, "wb") as stderr:
             return subprocess.Popen(
                 list(self.argv),
@@ -197,6 +211,32 @@ class Child:
         if self._proc is not None and (self._exit is None or not self._settled):
             self.signal(signal.SIGKILL)
 
+    def kill_and_let_go(self) -> int | None:
+        """SIGKILL a forked child's group and let it go at once, as `wait`
+        does with `early` for a child that released itself: the lab reads
+        what the child left while the kernel tears it down (2-3 ms here),
+        and `settle` reaps it later.  Safe only for a child parked at a
+        boundary whose writes all come from its parked thread (the
+        reference runtime's): it can write nothing more once parked.
+
+        Returns a pidfd of the child (the caller closes it), for the next
+        child of the session to wait on (`after`); None, with nothing done,
+        when it cannot be let go (not forked, already gone, no pidfd): then
+        kill and `wait` as usual."""
+        if self.server is None or self._proc is None or self._exit is not None:
+            return None
+        try:
+            # Before the kill: the pid cannot name another process while the
+            # child lives, nor until the server reaps it.
+            pidfd = os.pidfd_open(self.pid)
+        except OSError:
+            return None
+        self.signal(signal.SIGKILL)
+        self._settled = False
+        self._exit = ChildExit(-signal.SIGKILL, "")  # `settle` reads its stderr
+        self.close()
+        return pidfd
+
     def wait(self, timeout: float, *, early: bool = False) -> ChildExit:
         """Reap the child (the one reaper), then sweep its group for stragglers.
 
@@ -234,7 +274,9 @@ class Child:
         assert self._proc is not None and self._exit is not None
         if self._settled:
             return self._exit
-        stderr = self._exit.stderr  # complete: the child closed it before its release
+        # Complete: the child closed it before its release, or was killed
+        # while parked (kill_and_let_go), before the lab read it.
+        stderr = self._exit.stderr or self._stderr()
         try:
             code = self._proc.wait(timeout)
         except subprocess.TimeoutExpired:

@@ -18,7 +18,9 @@
 # Protocol (a SOCK_SEQPACKET unix socket inherited as fd N, one JSON message
 # per packet, fds passed with SCM_RIGHTS):
 #   lab -> server  {"id": K, "argv": [...], "env": {...}, "cwd": str|null,
-#                   "fds": {"report": i, "reply": j, "stderr": k}}  + 3 fds
+#                   "after": true (optional)}  + 3 fds: report, reply, stderr,
+#                   and with "after", a pidfd: the child waits for that
+#                   process to be gone before it runs
 #   server -> lab  {"spawned": K, "pid": P}  or  {"failed": K, "error": str}
 #   server -> lab  {"exited": P, "status": S}  (S: exit code, or -signal)
 # When the lab's end closes, the server closes the waiting children's sockets,
@@ -29,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import select
 import selectors
 import signal
 import socket
@@ -285,10 +288,15 @@ def _run_child(
         _detach()
         if prepare is not None:
             prepare()
-        data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MESSAGE, fd_count)
+        data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MESSAGE, fd_count + 1)
         sock.close()
-        # No data: dismissed, never handed a request.
-        code = child(orjson.loads(data), fds, keep) if data else 0
+        if not data:
+            code = 0  # dismissed, never handed a request
+        else:
+            request = orjson.loads(data)
+            if request.get("after"):
+                _wait_until_gone(fds.pop())
+            code = child(request, fds, keep)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 2
     except BaseException:
@@ -300,6 +308,20 @@ def _run_child(
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
+
+
+def _wait_until_gone(pidfd: int) -> None:
+    """Wait until the process `pidfd` refers to has exited, then close it.
+    The lab SIGKILLs a crash child and goes on with the case at once: the
+    child that repairs the crashed session waits here, before the runtime
+    starts, for the kernel to finish tearing the crashed one down.  A pidfd
+    becomes readable only after the process closed its fds, so the session's
+    writer lock is free by then."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    while not poller.poll():
+        pass
+    os.close(pidfd)
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> bool:
@@ -345,17 +367,20 @@ def serve_requests(
                     _reap(sock, handed)
                     continue
                 try:
-                    data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MESSAGE, len(fd_order))
+                    data, fds, _flags, _addr = socket.recv_fds(
+                        sock, _MAX_MESSAGE, len(fd_order) + 1
+                    )
                 except OSError:
                     data, fds = b"", []
                 if not data:
                     return  # the lab went away
                 request = orjson.loads(data)
-                if len(fds) != len(fd_order):
+                expected = len(fd_order) + (1 if request.get("after") else 0)
+                if len(fds) != expected:
                     for received in fds:
                         os.close(received)
                     _send(sock, {"failed": request.get("id"),
-                                 "error": f"expected {len(fd_order)} fds"})  # fmt: skip
+                                 "error": f"expected {expected} fds"})  # fmt: skip
                     continue
                 pid, error = pool.hand_over(data, fds)
                 for handed_fd in fds:

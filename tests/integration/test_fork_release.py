@@ -2,12 +2,16 @@
 # (faultlab.runtime.forkserver.release) closes every fd but the probe pipes
 # and reports its exit code, and the lab goes on while the kernel tears the
 # process down; `Child.settle` later takes the real status from the reaper.
+# A crash child SIGKILLed while parked is let go the same way
+# (`Child.kill_and_let_go`): the child that repairs its session is handed a
+# pidfd of it and starts only once it is gone.
 # Real processes throughout: the runtime forked by a real server, and, where
 # a child has to lie about its exit, an exec'd Python that writes the report.
 from __future__ import annotations
 
 import fcntl
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -20,9 +24,10 @@ import pytest
 
 from faultlab.lab import api, spawn
 from faultlab.lab.explore import COVERAGE, plan_cases, run_one
-from faultlab.lab.forkserver import ForkServer
+from faultlab.lab.forkserver import ForkServer, ForkServerError
 from faultlab.lab.runner import LabOptions, run_reference
 from faultlab.lab.spawn import Child, ChildExit
+from faultlab.lab.target import Mode
 from faultlab.probe import RELEASED
 from faultlab.runtime.backends.jsonl import LOCK_NAME
 from faultlab.scenario import load_scenario
@@ -199,3 +204,113 @@ def test_a_case_is_judged_on_the_reaped_status(
     result = run_one(case, reference, options)
     assert result.verdict == "fail"
     assert "RESUME_FAILED" in {violation.code for violation in result.violations}
+
+
+def _target_child(
+    server: ForkServer, where: Path, mode: Mode, name: str, armed: str | None = None
+) -> Child:
+    """A forked reference runtime on tiny-tool's session in `where`, as the lab runs it."""
+    target = api.make_target()
+    argv = target.argv(str(SCENARIOS / "tiny-tool.toml"), where / "session", mode)
+    where.mkdir(parents=True, exist_ok=True)
+    return Child(
+        argv, stderr_path=where / f"{name}.stderr", armed=armed, cwd=str(where), server=server,
+        server_argv=argv[len(target.command) :],
+    )  # fmt: skip
+
+
+def _gone(pidfd: int, timeout: float) -> bool:
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(int(timeout * 1000)))
+
+
+def test_a_killed_crash_child_is_let_go_and_settled_as_killed(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    crash = _target_child(server, tmp_path, "run", "crash", armed="tool/durable#1")
+    with crash:
+        assert crash.run_until_parked_or_exit(60) is not None, crash.trace
+        pidfd = crash.kill_and_let_go()
+        assert pidfd is not None
+    try:
+        assert crash in spawn._LIVE  # let go, not reaped by the lab yet
+        assert crash.kill_and_let_go() is None  # once only
+        assert _gone(pidfd, 60)
+        # Gone means its fds are closed: the writer lock is free.
+        fd = os.open(tmp_path / "session" / LOCK_NAME, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        assert crash.settle(60).returncode == -signal.SIGKILL
+        assert crash not in spawn._LIVE
+    finally:
+        os.close(pidfd)
+
+
+def test_a_child_handed_a_pidfd_runs_only_once_that_process_is_gone(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    # The crash child stays parked, holding the session's writer lock.
+    crash = _target_child(server, tmp_path, "run", "crash", armed="tool/durable#1")
+    with crash:
+        assert crash.run_until_parked_or_exit(60) is not None, crash.trace
+        # Without waiting, a repair is refused: the session has a live writer.
+        with _target_child(server, tmp_path, "repair", "refused") as refused:
+            assert refused.run_until_parked_or_exit(60) is None
+            status = refused.wait(60)
+        assert status.returncode != 0
+        assert "refusing to open a second writer" in status.stderr
+        pidfd = os.pidfd_open(crash.pid)
+        try:
+            repair = _target_child(server, tmp_path, "repair", "repair")
+            repair.after = pidfd
+            with repair:
+                # Nothing from the repair child while the crash child lives.
+                assert not select.select([repair._report_fd], [], [], 0.3)[0]
+                assert not _gone(pidfd, 0)
+                crash.kill()
+                assert repair.run_until_parked_or_exit(60) is None
+                repaired = repair.wait(60)
+        finally:
+            os.close(pidfd)
+        assert crash.wait(60).returncode == -signal.SIGKILL
+    assert repaired.returncode == 0, repaired.stderr
+    assert any("repair" in str(message) for message in repair.trace), repair.trace
+
+
+def test_a_request_that_says_after_but_brings_no_pidfd_is_refused(server: ForkServer) -> None:
+    report_r, report_w = os.pipe()
+    try:
+        with pytest.raises(ForkServerError, match="expected 4 fds"):
+            # Two fds and the pidfd: one short of the server's three and the pidfd.
+            server.request(["x.toml"], env={}, fds=(report_r, report_w), after=report_w)
+    finally:
+        os.close(report_r)
+        os.close(report_w)
+
+
+@pytest.mark.parametrize(("backend", "let_go"), [("jsonl", True), ("sqlite", False)])
+def test_a_sigkill_case_lets_its_crash_child_go_on_jsonl_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, backend: str, let_go: bool
+) -> None:
+    let_go_results: list[int | None] = []
+    real = Child.kill_and_let_go
+
+    def recorded(self: Child) -> int | None:
+        pidfd = real(self)
+        let_go_results.append(pidfd)
+        return pidfd
+
+    monkeypatch.setattr(Child, "kill_and_let_go", recorded)
+    path = str(SCENARIOS / "tiny-tool.toml")
+    options = LabOptions(api.make_target(backend=backend), tmp_path, 60.0, "fork")
+    reference = run_reference(path, load_scenario(path), options)
+    cases = [c for c in plan_cases(reference) if c.occurrence != COVERAGE][:3]
+    for case in cases:
+        result = run_one(case, reference, options)
+        assert result.verdict == "pass", result
+    assert len(let_go_results) == (len(cases) if let_go else 0)
+    assert all(pidfd is not None for pidfd in let_go_results)
+    assert not spawn._LIVE  # every crash child let go was settled

@@ -44,6 +44,15 @@ def server() -> Iterator[ForkServer]:
     server.close()
 
 
+def _take_and_drop_lock(path: Path) -> None:
+    """Take the flock on `path` without waiting (raises if anyone holds it)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+
+
 def _forked_run(server: ForkServer, where: Path) -> Child:
     argv = [str(SCENARIOS / "tiny-tool.toml"), "--session-dir", str(where / "session")]
     where.mkdir(parents=True)
@@ -70,11 +79,7 @@ def test_a_finished_forked_child_is_let_go_before_it_is_reaped(
         assert any(message.get("boundary") == "turn/durable" for message in child.trace)
         # Whether or not the kernel is done with the process, its writer
         # lock is free: the next child may open the session now.
-        fd = os.open(where / "session" / LOCK_NAME, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        finally:
-            os.close(fd)
+        _take_and_drop_lock(where / "session" / LOCK_NAME)
         settled = child.settle(60)
         assert settled.returncode == 0
         assert child not in spawn._LIVE
@@ -90,9 +95,11 @@ def test_a_child_that_is_not_let_go_is_reaped_as_before(server: ForkServer, tmp_
     assert child.settle(60) is status
 
 
-def _writes_its_own_report(tmp_path: Path, reports: list[dict[str, object]], code: int) -> Child:
+def _writes_its_own_report(
+    tmp_path: Path, reports: list[dict[str, object]], code: int, after: int | None = None
+) -> Child:
     """An exec'd child that writes `reports` on the probe's report pipe, closes
-    it and exits with `code`."""
+    it and exits with `code` (started once the process `after` is gone)."""
     lines = b"".join(orjson.dumps(report, option=orjson.OPT_APPEND_NEWLINE) for report in reports)
     script = textwrap.dedent(
         f"""
@@ -103,7 +110,8 @@ def _writes_its_own_report(tmp_path: Path, reports: list[dict[str, object]], cod
         sys.exit({code})
         """
     )
-    child = Child([sys.executable, "-c", script], stderr_path=tmp_path / "child.stderr")
+    stderr = tmp_path / "child.stderr"
+    child = Child([sys.executable, "-c", script], stderr_path=stderr, after=after)
     child.start()
     return child
 
@@ -170,11 +178,7 @@ def test_release_closes_every_fd_but_the_probe_pipes(tmp_path: Path) -> None:
         with os.fdopen(report_r, "rb") as reports:
             assert orjson.loads(reports.read()) == {RELEASED: 7}  # then EOF: it closed the pipe
         assert sorted(int(fd) for fd in os.listdir(f"/proc/{process.pid}/fd")) == [reply_r]
-        fd = os.open(tmp_path / "lock", os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its lock went with its fds
-        finally:
-            os.close(fd)
+        _take_and_drop_lock(tmp_path / "lock")  # its lock went with its fds
     finally:
         os.close(reply_w)
         _out, err = process.communicate(timeout=60)
@@ -238,11 +242,7 @@ def test_a_killed_crash_child_is_let_go_and_settled_as_killed(
         assert crash.kill_and_let_go() is None  # once only
         assert _gone(pidfd, 60)
         # Gone means its fds are closed: the writer lock is free.
-        fd = os.open(tmp_path / "session" / LOCK_NAME, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        finally:
-            os.close(fd)
+        _take_and_drop_lock(tmp_path / "session" / LOCK_NAME)
         assert crash.settle(60).returncode == -signal.SIGKILL
         assert crash not in spawn._LIVE
     finally:
@@ -314,3 +314,20 @@ def test_a_sigkill_case_lets_its_crash_child_go_on_jsonl_only(
     assert len(let_go_results) == (len(cases) if let_go else 0)
     assert all(pidfd is not None for pidfd in let_go_results)
     assert not spawn._LIVE  # every crash child let go was settled
+
+
+def test_an_execd_child_handed_a_pidfd_starts_once_that_process_is_gone(tmp_path: Path) -> None:
+    # No fork server to wait for it: the lab waits before it execs.
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    pidfd = os.pidfd_open(holder.pid)
+    try:
+        child = _writes_its_own_report(tmp_path, [{"boundary": "turn/started"}], 0, after=pidfd)
+        try:
+            assert holder.poll() is not None  # gone before the child was started
+            assert child.run_until_parked_or_exit(60) is None
+            assert child.wait(60).returncode == 0
+        finally:
+            child.close()
+    finally:
+        os.close(pidfd)
+        holder.wait(60)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import _thread
 import os
 import queue
+import select
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "Probe",
     "ProbeError",
     "parse_occurrence",
+    "process_gone",
 ]
 
 BOUNDARIES = (
@@ -78,6 +80,18 @@ EXIT_LAB_GONE = 70
 # Buffered reports are written once this many bytes are pending (well under
 # a pipe's 64 KiB, so one write rarely waits for the lab to read).
 _BUFFER_LIMIT = 16384
+
+
+def process_gone(pidfd: int, timeout: float | None) -> bool:
+    """Wait (`timeout` seconds, None: as long as it takes) until the process
+    `pidfd` refers to has exited; whether it has.  A pidfd becomes readable
+    only after the process closed its fds, so its locks are free by then.
+    The fork server's child that repairs a crash waits so for the crash
+    child (the "after" of a request, docs/fork-server.md), as does the lab
+    before it execs such a child itself."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(None if timeout is None else int(timeout * 1000)))
 
 
 class ProbeError(ValueError):

@@ -404,14 +404,14 @@ def recover(
     try:
         if store.exists(session):
             repair = _child(options, case.scenario, session, "repair", "repair", after=after)
-            after = None
+            after = None  # the resume child follows the repair child, not the crash child
             children.append(("repair_status", repair))
             statuses["repair_status"] = _run_to_exit(repair, options.timeout, early=True)
         repaired_bytes = store.take(session)
         artifacts["repaired"] = str(store.save(repaired_bytes, where, "repaired"))
         resume = _child(options, case.scenario, session, "resume", "resume", after=after)
         children.append(("resume_status", resume))
-        statuses["resume_status"] = _run_to_exit(children[-1][1], options.timeout, early=True)
+        statuses["resume_status"] = _run_to_exit(resume, options.timeout, early=True)
         final_bytes = store.take(session)
         artifacts["final"] = str(store.save(final_bytes, where, "final"))
         repaired = store.parse(repaired_bytes, log_path) if crashed_bytes else crashed

@@ -22,20 +22,12 @@ import psutil
 
 from faultlab.lab.environment import trimmed_environment
 from faultlab.lab.forkserver import ForkedProcess, ForkServer
-from faultlab.probe import ENV_ARM, ENV_FDS, RELEASED
+from faultlab.probe import ENV_ARM, ENV_FDS, RELEASED, process_gone
 
 __all__ = ["Child", "ChildExit", "ChildHung", "kill_all", "signal_group", "trimmed_environment"]
 
 _LIVE: set[Child] = set()  # children started and not reaped yet
 _GONE_WITHIN = 60.0  # seconds a SIGKILLed process may take to be gone
-
-
-def _wait_until_gone(pidfd: int, timeout: float) -> None:
-    """Wait (bounded) until the process `pidfd` refers to has exited."""
-    poller = select.poll()
-    poller.register(pidfd, select.POLLIN)
-    if not poller.poll(int(timeout * 1000)):
-        raise ChildHung(f"a killed process was not gone within {timeout:g}s")
 
 
 def kill_all() -> None:
@@ -132,8 +124,8 @@ class Child:
             os.close(stderr)
 
     def _exec(self, env: dict[str, str], report_w: int, reply_r: int) -> subprocess.Popen[bytes]:
-        if self.after is not None:
-            _wait_until_gone(self.after, _GONE_WITHIN)
+        if self.after is not None and not process_gone(self.after, _GONE_WITHIN):
+            raise ChildHung(f"a killed process was not gone within {_GONE_WITHIN:g}s")
         with open(self.stderr_path, "wb") as stderr:
             return subprocess.Popen(
                 list(self.argv),

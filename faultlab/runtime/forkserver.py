@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import select
 import selectors
 import signal
 import socket
@@ -44,7 +43,7 @@ from typing import Any
 
 import orjson
 
-from faultlab.probe import RELEASED
+from faultlab.probe import RELEASED, process_gone
 from faultlab.runtime import __main__ as entry
 from faultlab.scenario import Scenario, ScenarioError, load_scenario
 
@@ -295,7 +294,12 @@ def _run_child(
         else:
             request = orjson.loads(data)
             if request.get("after"):
-                _wait_until_gone(fds.pop())
+                # The crash child the lab let go: the kernel may still be
+                # tearing it down, and it holds the session's writer lock
+                # until it is gone.
+                pidfd = fds.pop()
+                process_gone(pidfd, None)
+                os.close(pidfd)
             code = child(request, fds, keep)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 2
@@ -308,20 +312,6 @@ def _run_child(
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
-
-
-def _wait_until_gone(pidfd: int) -> None:
-    """Wait until the process `pidfd` refers to has exited, then close it.
-    The lab SIGKILLs a crash child and goes on with the case at once: the
-    child that repairs the crashed session waits here, before the runtime
-    starts, for the kernel to finish tearing the crashed one down.  A pidfd
-    becomes readable only after the process closed its fds, so the session's
-    writer lock is free by then."""
-    poller = select.poll()
-    poller.register(pidfd, select.POLLIN)
-    while not poller.poll():
-        pass
-    os.close(pidfd)
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> bool:

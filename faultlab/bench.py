@@ -134,6 +134,11 @@ class CrashLoop:
     cold_ms_per_case: float
     exec_ms_per_case: float
     floor_ms: float
+    # The floor's median within each round (its samples are taken between
+    # that round's cases), so that each round's fork case has a floor
+    # measured beside it: `faultlab.benchreport` shows the spread of the
+    # per-round ratios next to the target.
+    floor_round_ms: tuple[float, ...]
     floor_repetitions: int
     floor_parent_rss_mb: float | None  # a fork's cost grows with the parent's size
     fork_case_vs_floor: float
@@ -209,7 +214,7 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
         if quick:  # a handful, spread over the run
             cases = cases[:: max(1, len(cases) // 3)][:3]
         verdicts: Counter[str] = Counter()
-        floor: list[float] = []
+        floor: list[list[float]] = []  # per round
         floor_per_case = -(-floor_per_round // len(cases))
         names = [mode for mode, _spawn, _ahead, _warm in _MODES]
 
@@ -228,11 +233,12 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
             # Finest interleaving: each case in every mode, the order
             # rotating from case to case, then a slice of the floor.
             totals = dict.fromkeys(names, 0.0)
+            floor.append([])
             for index, case in enumerate(cases):
                 shift = (index + round_) % len(names)
                 for mode in names[shift:] + names[:shift]:
                     totals[mode] += timed_case(mode, case)
-                floor.extend(_fork_park_kill() for _ in range(floor_per_case))
+                floor[-1].extend(_fork_park_kill() for _ in range(floor_per_case))
             say(
                 f"crash loop round {round_ + 1}/{rounds}: {len(cases)} case(s), "
                 + ", ".join(f"{mode} {totals[mode]:.2f}s" for mode in names)
@@ -249,7 +255,7 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
                 samples[mode].append(seconds)
     median = {mode: _median(samples[mode]) for mode in names}
     per_case_ms = {mode: median[mode] / len(cases) * 1000 for mode in names}
-    floor_ms = _median(floor) * 1000
+    floor_ms = _median([seconds for one in floor for seconds in one]) * 1000
     processes = statistics.fmean(children) if children else 0.0
     return CrashLoop(
         scenario=Path(scenario).name,
@@ -271,7 +277,8 @@ def crash_loop(quick: bool, *, say: Say = _quiet) -> CrashLoop:
         cold_ms_per_case=per_case_ms["cold"],
         exec_ms_per_case=per_case_ms["exec"],
         floor_ms=floor_ms,
-        floor_repetitions=len(floor),
+        floor_round_ms=tuple(_median(one) * 1000 for one in floor),
+        floor_repetitions=sum(map(len, floor)),
         floor_parent_rss_mb=rss,
         fork_case_vs_floor=per_case_ms["fork"] / floor_ms,
         processes_per_case=processes,

@@ -57,6 +57,14 @@ def test_bench_quick_writes_every_section(tmp_path: Path) -> None:
     judged = {c["figure"]: c["value"] for c in checks if c["section"] == "log_reload"}
     assert judged == {k: reload[k] for k in ("orjson_vs_json", "orjson_mb_per_s")}
     assert {c["figure"] for c in written["acceptance"]} >= {"fork_vs_exec", "speedup"}
+    # every judged figure with samples per round shows them: one per round
+    spread = {c["figure"]: c for c in checks if "rounds" in c}
+    assert set(spread) == {"fork_vs_exec", "fork_case_vs_floor", "orjson_vs_json",
+                           "orjson_mb_per_s", "speedup"}  # fmt: skip
+    for check in spread.values():
+        rounds = written[check["section"]]["rounds"]
+        assert len(check["rounds"]) == rounds and 0 <= check["rounds_met"] <= rounds, check
+    assert len(written["crash_loop"]["floor_round_ms"]) == written["crash_loop"]["rounds"]
     headings = ("crash loop", "explore", "log reload", "larger events", "checkpoint cost")
     for heading in (*headings, "fork / exec"):
         assert heading in result.stderr

@@ -224,6 +224,8 @@ def _target_child(
 
 
 def _gone(pidfd: int, timeout: float) -> bool:
+    # The test's own wait, not `faultlab.probe.process_gone`: the server's
+    # child waits with that one, and a bug in it must not hide here.
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)
     return bool(poller.poll(int(timeout * 1000)))

@@ -95,3 +95,24 @@ _CRASH_LOOP_TEXT = {
     "processes_per_case": 3.0,
     "fork_vs_on_request": 1.3,
 }
+
+
+def test_targets_read_as_the_issue_states_them_and_a_bound_is_met() -> None:
+    report = {
+        "offline_states": {"figures": {"ratio": 100.0}},
+        "crash_loop": {"fork_vs_exec": 14.9, "fork_case_vs_floor": 8.0},
+        "checkpoint_cost": {"semantic_fsyncs_constant": False, "semantic_vs_turn_only_stream": 0.9},
+        "log_reload": {"orjson_vs_json": 3.0, "orjson_mb_per_s": 99.9},
+        "explore_jobs": {"speedup": 1.6},
+    }
+    judged = [(c["figure"], c["target"], c["met"]) for c in acceptance(report)]
+    assert judged == [
+        ("offline_vs_real", ">= 100x", True),
+        ("fork_vs_exec", ">= 15x", False),
+        ("fork_case_vs_floor", "<= 8x", True),
+        ("semantic_fsyncs_constant", "same count", False),
+        ("semantic_vs_turn_only_stream", ">= 0.9x", True),
+        ("orjson_vs_json", ">= 3x", True),
+        ("orjson_mb_per_s", ">= 100 MB/s", False),
+        ("speedup", ">= 1.6x", True),
+    ]

@@ -26,6 +26,45 @@ LOG_RELOAD = {
 EXPLORE_JOBS = {"jobs1_seconds": (20.0, 19.0), "jobs2_seconds": (12.0, 13.0), "speedup": 1.56}
 
 
+# What the crash loop's table needs besides the figures the checks read.
+_CRASH_LOOP_TEXT = {
+    "scenario": "payment.toml",
+    "rounds": 3,
+    "fork_cases_per_s": 40.0,
+    "fork_ms_per_case": 25.0,
+    "exec_cases_per_s": 2.0,
+    "exec_ms_per_case": 460.0,
+    "on_request_cases_per_s": 30.0,
+    "on_request_ms_per_case": 33.0,
+    "floor_ms": 2.9,
+    "floor_repetitions": 3000,
+    "fork_process_vs_floor": 2.9,
+    "processes_per_case": 3.0,
+    "fork_vs_on_request": 1.3,
+}
+
+
+def test_targets_read_as_the_issue_states_them_and_a_bound_is_met() -> None:
+    report = {
+        "offline_states": {"figures": {"ratio": 100.0}},
+        "crash_loop": {"fork_vs_exec": 14.9, "fork_case_vs_floor": 8.0},
+        "checkpoint_cost": {"semantic_fsyncs_constant": False, "semantic_vs_turn_only_stream": 0.9},
+        "log_reload": {"orjson_vs_json": 3.0, "orjson_mb_per_s": 99.9},
+        "explore_jobs": {"speedup": 1.6},
+    }
+    judged = [(c["figure"], c["target"], c["met"]) for c in acceptance(report)]
+    assert judged == [
+        ("offline_vs_real", ">= 100x", True),
+        ("fork_vs_exec", ">= 15x", False),
+        ("fork_case_vs_floor", "<= 8x", True),
+        ("semantic_fsyncs_constant", "same count", False),
+        ("semantic_vs_turn_only_stream", ">= 0.9x", True),
+        ("orjson_vs_json", ">= 3x", True),
+        ("orjson_mb_per_s", ">= 100 MB/s", False),
+        ("speedup", ">= 1.6x", True),
+    ]
+
+
 def _checks(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {check["figure"]: check for check in acceptance(report)}
 
@@ -77,42 +116,3 @@ def test_samples_that_do_not_pair_up_give_no_rounds() -> None:
     ):
         (check,) = acceptance({"explore_jobs": {**broken, "speedup": 1.5}})
         assert "rounds" not in check, broken
-
-
-# What the crash loop's table needs besides the figures the checks read.
-_CRASH_LOOP_TEXT = {
-    "scenario": "payment.toml",
-    "rounds": 3,
-    "fork_cases_per_s": 40.0,
-    "fork_ms_per_case": 25.0,
-    "exec_cases_per_s": 2.0,
-    "exec_ms_per_case": 460.0,
-    "on_request_cases_per_s": 30.0,
-    "on_request_ms_per_case": 33.0,
-    "floor_ms": 2.9,
-    "floor_repetitions": 3000,
-    "fork_process_vs_floor": 2.9,
-    "processes_per_case": 3.0,
-    "fork_vs_on_request": 1.3,
-}
-
-
-def test_targets_read_as_the_issue_states_them_and_a_bound_is_met() -> None:
-    report = {
-        "offline_states": {"figures": {"ratio": 100.0}},
-        "crash_loop": {"fork_vs_exec": 14.9, "fork_case_vs_floor": 8.0},
-        "checkpoint_cost": {"semantic_fsyncs_constant": False, "semantic_vs_turn_only_stream": 0.9},
-        "log_reload": {"orjson_vs_json": 3.0, "orjson_mb_per_s": 99.9},
-        "explore_jobs": {"speedup": 1.6},
-    }
-    judged = [(c["figure"], c["target"], c["met"]) for c in acceptance(report)]
-    assert judged == [
-        ("offline_vs_real", ">= 100x", True),
-        ("fork_vs_exec", ">= 15x", False),
-        ("fork_case_vs_floor", "<= 8x", True),
-        ("semantic_fsyncs_constant", "same count", False),
-        ("semantic_vs_turn_only_stream", ">= 0.9x", True),
-        ("orjson_vs_json", ">= 3x", True),
-        ("orjson_mb_per_s", ">= 100 MB/s", False),
-        ("speedup", ">= 1.6x", True),
-    ]

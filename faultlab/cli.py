@@ -41,7 +41,7 @@ def _guarded(command: F) -> F:
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> NoReturn:
-        from faultlab.lab.errors import LabUsageError
+        from faultlab.lab import LabUsageError
         from faultlab.probe import ProbeError
         from faultlab.scenario import ScenarioError
 
@@ -72,7 +72,7 @@ def _interrupt(_signum: int, _frame: object) -> None:
 def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
     if value is None:
         return None
-    from faultlab.lab.explore import parse_shard
+    from faultlab.lab import parse_shard
 
     try:
         return parse_shard(value)
@@ -226,24 +226,24 @@ def explore(
 
     With no SCENARIOS, the bundled scenarios are explored.
     """
-    from faultlab.lab import api
-    from faultlab.lab.report import RunInfo, new_run_id, write_report
+    from faultlab import lab
+    from faultlab.lab import RunInfo, new_run_id, write_report
 
-    paths: Sequence[Path] = scenarios or (api.bundled_scenarios(),)
+    paths: Sequence[Path] = scenarios or (lab.bundled_scenarios(),)
     for path in paths:
         if not path.exists():
             raise UserError(f"{path}: no such scenario file or directory")
-    made = api.make_target(policy=policy, target=target, backend=backend)
-    api.check_drive(drive, backend=backend)
-    fault_names = api.parse_faults(faults, drive=drive)
-    loaded = api.load_scenarios(paths)
+    made = lab.make_target(policy=policy, target=target, backend=backend)
+    lab.check_drive(drive, backend=backend)
+    fault_names = lab.parse_faults(faults, drive=drive)
+    loaded = lab.load_scenarios(paths)
     _say(
         f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
         + (", driven over ACP" if drive == "acp" else "")
         + (f", shard {shard}" if shard else "")
     )
-    with api.workdir() as work:
-        result = api.explore_scenarios(
+    with lab.workdir() as work:
+        result = lab.explore_scenarios(
             loaded,
             policy=policy,
             target=target,
@@ -309,11 +309,11 @@ def run(
     check_determinism: bool,
 ) -> int:  # fmt: skip
     """Run one case and show its timeline."""
-    from faultlab.lab import api
-    from faultlab.lab.stores import read_any
+    from faultlab import lab
+    from faultlab.lab import read_any
 
-    with api.workdir() as work:
-        result = api.run_single(
+    with lab.workdir() as work:
+        result = lab.run_single(
             str(scenario),
             occurrence,
             fault=fault,
@@ -363,11 +363,11 @@ def boundaries(
     spawn: str, backend: str | None,
 ) -> int:  # fmt: skip
     """Dry run: list every boundary occurrence the scenario reaches."""
-    from faultlab.lab import api
-    from faultlab.lab.oracle import check_coverage
+    from faultlab import lab
+    from faultlab.lab import check_coverage
 
-    with api.workdir() as work:
-        reference = api.reference_run(
+    with lab.workdir() as work:
+        reference = lab.reference_run(
             str(scenario),
             policy=policy,
             target=target,
@@ -412,8 +412,7 @@ def boundaries(
 def inspect(log: Path, scenario: Path | None, as_json: bool) -> int:
     """Show a session log (JSONL file, SQLite database, or a session directory):
     timeline, expected repair, validity."""
-    from faultlab.lab.inspect import inspect_log
-    from faultlab.lab.stores import find_log
+    from faultlab.lab import find_log, inspect_log
 
     if log.is_dir():
         log = find_log(log)
@@ -438,8 +437,8 @@ def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
 
     --report-dir is a run's directory, or a reports directory (its newest run).
     """
-    from faultlab.lab import api
-    from faultlab.lab.report import find_case, recorded_ids
+    from faultlab import lab
+    from faultlab.lab import find_case, recorded_ids
 
     found = find_case(report_dir, case_id)
     if found is None:
@@ -447,8 +446,8 @@ def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
         hint = f" (it has {len(known)} case(s), e.g. {known[0]})" if known else ""
         raise UserError(f"case {case_id!r} is not in {report_dir / 'latest'}{hint}")
     record, info = found
-    with api.workdir() as work:
-        result = api.run_single(
+    with lab.workdir() as work:
+        result = lab.run_single(
             record["scenario"],
             record["occurrence"],
             fault=record["fault"],
@@ -528,9 +527,14 @@ def selftest(
 ) -> int:  # fmt: skip
     """Prove the oracle: every broken runtime of the zoo must be caught with its
     expected code, and the reference runtime must raise no false alarm."""
-    from faultlab.lab import api
-    from faultlab.lab.selftest import format_table, run_selftest, write_selftest_report
-    from faultlab.lab.zoo import default_zoo_path, load_zoo
+    from faultlab import lab
+    from faultlab.lab import (
+        default_zoo_path,
+        format_table,
+        load_zoo,
+        run_selftest,
+        write_selftest_report,
+    )
 
     registry = load_zoo(zoo if zoo is not None else default_zoo_path())
     chosen = registry.select(names)
@@ -541,7 +545,7 @@ def selftest(
         shown = row.first_case or row.note
         _say(f"  {row.status:13} {row.variant} [{row.stage}] {shown} ({row.seconds:.1f}s)")
 
-    with api.workdir() as work:
+    with lab.workdir() as work:
         result = run_selftest(registry, variants=chosen, quick=quick, jobs=jobs, workdir=work,
                               spawn=spawn, timeout=timeout, progress=progress)  # fmt: skip
     _say()
@@ -608,19 +612,17 @@ def fuzz(
     """
     import secrets
 
-    from faultlab.lab import api
-    from faultlab.lab.fuzz import fuzz_campaign
-    from faultlab.lab.fuzzreport import write_fuzz_report
-    from faultlab.lab.report import RunInfo, new_run_id
+    from faultlab import lab
+    from faultlab.lab import RunInfo, fuzz_campaign, new_run_id, write_fuzz_report
 
-    made = api.make_target(policy=policy, target=target)
-    fault_names = api.parse_faults(faults)
+    made = lab.make_target(policy=policy, target=target)
+    fault_names = lab.parse_faults(faults)
     campaign_seed = secrets.randbelow(2**32) if seed is None else seed
     _say(
         f"fuzzing the {made.label}: {examples} example(s), seed {campaign_seed}, "
         f"{jobs} job(s)" + (f", shard {shard}" if shard else "")
     )
-    with api.workdir() as work:
+    with lab.workdir() as work:
         result = fuzz_campaign(
             policy=policy, target=target, examples=examples, seed=campaign_seed,
             faults=fault_names, jobs=jobs, shard=shard, check_determinism=check_determinism,
@@ -672,8 +674,7 @@ def report_merge(
     the report of the unsharded run: summary, cases in order, JUnit, matrix,
     failures.  Exit 1 when the merged run has violations.
     """
-    from faultlab.lab.merge import merge_reports
-    from faultlab.lab.report import new_run_id
+    from faultlab.lab import merge_reports, new_run_id
 
     for path in reports:
         if not path.is_dir():

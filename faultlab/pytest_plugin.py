@@ -7,7 +7,7 @@
 # x fault, `scenario.toml::tool/durable#2[power-loss]`, plus the scenario's
 # coverage check `scenario.toml::coverage`.  Without it nothing changes in
 # what pytest collects.  The `crashlab` fixture runs cases from Python tests.
-# The engine behind both is `faultlab.lab.pytest_glue`.
+# The engine behind both is `faultlab.lab.campaigns.pytest_glue`.
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from faultlab.lab.pytest_glue import CrashLab, PluginOptions, ScenarioRun
+    from faultlab.lab import CrashLab, PluginOptions, ScenarioRun
 
 __all__ = ["CaseItem", "ScenarioFile", "crashlab"]
 
@@ -83,7 +83,7 @@ def _setting(config: pytest.Config, name: str) -> str | None:
 def _options(config: pytest.Config) -> PluginOptions:
     options = config.stash.get(_OPTIONS_KEY, None)
     if options is None:
-        from faultlab.lab.pytest_glue import plugin_options
+        from faultlab.lab import plugin_options
 
         try:
             options = plugin_options(
@@ -136,7 +136,7 @@ class ScenarioFile(pytest.File):
     run: ScenarioRun
 
     def collect(self) -> Iterator[pytest.Item]:
-        from faultlab.lab.pytest_glue import ScenarioProblem, plan_scenario
+        from faultlab.lab import ScenarioProblem, plan_scenario
 
         try:
             self.run = plan_scenario(self.path, _options(self.config))
@@ -194,6 +194,6 @@ def crashlab(request: pytest.FixtureRequest, tmp_path: Path) -> CrashLab:
     """Run faultlab cases from a test: `crashlab.run(scenario, "tool/durable#1")`
     returns the case's result; `crashlab.check(...)` fails the test with the
     evidence.  Defaults come from the --faultlab-* options and ini settings."""
-    from faultlab.lab.pytest_glue import CrashLab
+    from faultlab.lab import CrashLab
 
     return CrashLab(_options(request.config), tmp_path / "crashlab")

@@ -1,6 +1,153 @@
-# The crash lab: spawn, arm, kill, recover, check, explore, report.  It never
-# imports `faultlab.runtime`; it reaches a target only through the probe
-# protocol, the log format and the scenario.
+# The crash lab as a library: what the CLI, the pytest plugin and users call.
+# Each function validates its arguments (a `LabUsageError` names what is wrong)
+# and returns values; nothing here prints or exits.  The lab never imports
+# `faultlab.runtime`: it reaches a target only through the probe protocol, the
+# log format and the scenario.  Its rooms, from the bottom up:
+#   read/       the lab's own readers of persisted sessions (JSONL, SQLite)
+#   process/    child processes, the fork-server client, targets, the reference run
+#   oracle/     what must hold: expected repair, history validity, checks, codes
+#   faults/     how a target is hurt: SIGKILL, live faults, power loss, corruption
+#   acp/        driving an ACP agent the way an editor does
+#   campaigns/  many cases: explore, fuzz, selftest, dry runs, the pytest glue
+#   report/     reports, merge, inspect
+# The campaigns that pull in heavy libraries (the fuzzer: Hypothesis) are
+# imported when first used.
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from faultlab.lab.campaigns.api import (
+    DRIVES,
+    SUPPORTED_FAULTS,
+    bundled_scenarios,
+    check_drive,
+    explore_paths,
+    explore_scenarios,
+    load_scenarios,
+    make_target,
+    parse_faults,
+    reference_run,
+    run_single,
+    workdir,
+)
+from faultlab.lab.campaigns.explore import COVERAGE, ExploreResult, Shard, parse_shard
+from faultlab.lab.campaigns.pytest_glue import (
+    CrashLab,
+    PluginOptions,
+    ScenarioProblem,
+    ScenarioRun,
+    failure_text,
+    plan_scenario,
+    plugin_options,
+)
+from faultlab.lab.campaigns.selftest import SelftestResult, SelftestRow, run_selftest
+from faultlab.lab.campaigns.zoo import Zoo, ZooVariant, default_zoo_path, load_zoo
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle import (
+    GUARANTEES,
+    Case,
+    CaseResult,
+    Verdict,
+    Violation,
+    check_coverage,
+    explain,
+)
+from faultlab.lab.process import LabOptions, Reference
+from faultlab.lab.read import LogEvent, LogView, find_log, read_any
+from faultlab.lab.report import (
+    Inspection,
+    MergeResult,
+    RunInfo,
+    find_case,
+    format_table,
+    inspect_log,
+    merge_reports,
+    new_run_id,
+    recorded_ids,
+    write_report,
+    write_selftest_report,
+)
+
+if TYPE_CHECKING:
+    from faultlab.lab.campaigns.fuzz import FuzzResult, FuzzSettings, fuzz_campaign
+    from faultlab.lab.report.fuzz import write_fuzz_report
+
+__all__ = [
+    "COVERAGE",
+    "DRIVES",
+    "GUARANTEES",
+    "SUPPORTED_FAULTS",
+    "Case",
+    "CaseResult",
+    "CrashLab",
+    "ExploreResult",
+    "FuzzResult",
+    "FuzzSettings",
+    "Inspection",
+    "LabOptions",
+    "LabUsageError",
+    "LogEvent",
+    "LogView",
+    "MergeResult",
+    "PluginOptions",
+    "Reference",
+    "RunInfo",
+    "ScenarioProblem",
+    "ScenarioRun",
+    "SelftestResult",
+    "SelftestRow",
+    "Shard",
+    "Verdict",
+    "Violation",
+    "Zoo",
+    "ZooVariant",
+    "bundled_scenarios",
+    "check_coverage",
+    "check_drive",
+    "default_zoo_path",
+    "explain",
+    "explore_paths",
+    "explore_scenarios",
+    "failure_text",
+    "find_case",
+    "find_log",
+    "format_table",
+    "fuzz_campaign",
+    "inspect_log",
+    "load_scenarios",
+    "load_zoo",
+    "make_target",
+    "merge_reports",
+    "new_run_id",
+    "parse_faults",
+    "parse_shard",
+    "plan_scenario",
+    "plugin_options",
+    "read_any",
+    "recorded_ids",
+    "reference_run",
+    "run_selftest",
+    "run_single",
+    "workdir",
+    "write_fuzz_report",
+    "write_report",
+    "write_selftest_report",
+]
+
+# name -> the module that defines it, imported on first use (Hypothesis)
+_ON_USE = {
+    "FuzzResult": "faultlab.lab.campaigns.fuzz",
+    "FuzzSettings": "faultlab.lab.campaigns.fuzz",
+    "fuzz_campaign": "faultlab.lab.campaigns.fuzz",
+    "write_fuzz_report": "faultlab.lab.report.fuzz",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _ON_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'faultlab.lab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from faultlab.cli import main
-from faultlab.lab.acpdrive import AcpOptions, run_acp_case, run_acp_reference
-from faultlab.lab.model import Case, CaseResult
-from faultlab.lab.runner import Reference
+from faultlab.lab.acp.drive import AcpOptions, run_acp_case, run_acp_reference
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.reference import Reference
 from faultlab.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]

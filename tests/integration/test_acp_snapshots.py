@@ -22,7 +22,7 @@ import orjson
 import pytest
 from acp import text_block
 
-from faultlab.lab.acpchild import AcpChild, Parked
+from faultlab.lab.acp.child import AcpChild, Parked
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "acp"

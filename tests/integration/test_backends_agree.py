@@ -15,10 +15,11 @@ from typing import Any
 import orjson
 import pytest
 
-from faultlab.lab.model import Case
-from faultlab.lab.runner import LabOptions, Reference, run_case, run_reference
-from faultlab.lab.stores import read_any
-from faultlab.lab.target import reference_target
+from faultlab.lab.faults.sigkill import run_case
+from faultlab.lab.oracle.case import Case
+from faultlab.lab.process.reference import LabOptions, Reference, run_reference
+from faultlab.lab.process.target import reference_target
+from faultlab.lab.read.stores import read_any
 from faultlab.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from faultlab.lab import api
-from faultlab.lab.report import RunInfo, write_report
+from faultlab import lab
+from faultlab.lab.report.write import RunInfo, write_report
 from faultlab.probe import FAULTS
 
 pytestmark = pytest.mark.realprocess
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.realprocess
 def test_every_bundled_case_passes_every_fault_under_the_semantic_policy(
     tmp_path: Path,
 ) -> None:
-    result = api.explore_paths(
-        [api.bundled_scenarios()], jobs=2, workdir=tmp_path / "work", faults=FAULTS
+    result = lab.explore_paths(
+        [lab.bundled_scenarios()], jobs=2, workdir=tmp_path / "work", faults=FAULTS
     )
     failing = [(r.case.id, r.codes) for r in result.results if not r.passed]
     assert failing == []
@@ -36,8 +36,8 @@ def test_every_bundled_case_passes_every_fault_under_the_semantic_policy(
 
 
 def test_turn_only_fails_on_the_bundled_scenarios_as_predicted(tmp_path: Path) -> None:
-    scenarios = [api.bundled_scenarios() / name for name in ("payment.toml", "chat.toml")]
-    result = api.explore_paths(scenarios, policy="turn-only", jobs=2, workdir=tmp_path)
+    scenarios = [lab.bundled_scenarios() / name for name in ("payment.toml", "chat.toml")]
+    result = lab.explore_paths(scenarios, policy="turn-only", jobs=2, workdir=tmp_path)
     codes = {code for r in result.results for code in r.codes}
     assert not result.passed
     assert {"REQUEST_ENVELOPE_LOST", "TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"} <= codes

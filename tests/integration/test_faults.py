@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from faultlab.lab import api
-from faultlab.lab.faults import LIVE_FAULTS
+from faultlab import lab
+from faultlab.lab.faults.live import LIVE_FAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYMENT = str(ROOT / "scenarios" / "payment.toml")
@@ -32,19 +32,19 @@ def test_a_broken_runtime_fails_the_fault(
     tmp_path: Path, name: str, at: str, fault: str, code: str
 ) -> None:
     target = [sys.executable, str(ROOT / "tests" / "variants" / f"{name}.py")]
-    result = api.run_single(PAYMENT, at, fault=fault, target=target, workdir=tmp_path)
+    result = lab.run_single(PAYMENT, at, fault=fault, target=target, workdir=tmp_path)
     assert result.verdict == "fail"
     assert code in result.codes, [v.message for v in result.violations]
 
 
 @pytest.mark.parametrize(("at", "fault"), [(c[1], c[2]) for c in CAUGHT])
 def test_the_reference_runtime_passes_the_same_cases(tmp_path: Path, at: str, fault: str) -> None:
-    result = api.run_single(PAYMENT, at, fault=fault, workdir=tmp_path)
+    result = lab.run_single(PAYMENT, at, fault=fault, workdir=tmp_path)
     assert result.verdict == "pass", [v.message for v in result.violations]
 
 
 def test_every_live_fault_passes_on_the_reference_runtime(tmp_path: Path) -> None:
-    result = api.explore_paths([PAYMENT], faults=LIVE_FAULTS, jobs=2, workdir=tmp_path)
+    result = lab.explore_paths([PAYMENT], faults=LIVE_FAULTS, jobs=2, workdir=tmp_path)
     faults = {r.case.fault for r in result.results}
     assert set(LIVE_FAULTS) <= faults
     assert [(r.case.id, r.codes) for r in result.results if not r.passed] == []
@@ -52,7 +52,7 @@ def test_every_live_fault_passes_on_the_reference_runtime(tmp_path: Path) -> Non
 
 def test_turn_only_lets_a_body_run_after_cancellation(tmp_path: Path) -> None:
     # turn-only has no tool checkpoint to recheck the signal in.
-    result = api.run_single(PAYMENT, "tool/logged#1", fault="cancel-in-checkpoint",
+    result = lab.run_single(PAYMENT, "tool/logged#1", fault="cancel-in-checkpoint",
                             policy="turn-only", workdir=tmp_path)  # fmt: skip
     assert "DISPATCH_AFTER_CANCEL" in result.codes
 
@@ -63,5 +63,5 @@ def test_a_fault_at_an_occurrence_where_it_does_not_apply_is_a_usage_error(
     from faultlab.lab.errors import LabUsageError
 
     with pytest.raises(LabUsageError, match="applies at: tool/logged#1"):
-        api.run_single(PAYMENT, "tool/durable#1", fault="cancel-in-checkpoint",
+        lab.run_single(PAYMENT, "tool/durable#1", fault="cancel-in-checkpoint",
                        workdir=tmp_path)  # fmt: skip

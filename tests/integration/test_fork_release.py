@@ -22,12 +22,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from faultlab.lab import api, spawn
-from faultlab.lab.explore import COVERAGE, plan_cases, run_one
-from faultlab.lab.forkserver import ForkServer, ForkServerError
-from faultlab.lab.runner import LabOptions, run_reference
-from faultlab.lab.spawn import Child, ChildExit
-from faultlab.lab.target import Mode
+from faultlab import lab
+from faultlab.lab.campaigns.explore import COVERAGE, plan_cases, run_one
+from faultlab.lab.process import spawn
+from faultlab.lab.process.forkserver import ForkServer, ForkServerError
+from faultlab.lab.process.reference import LabOptions, run_reference
+from faultlab.lab.process.spawn import Child, ChildExit
+from faultlab.lab.process.target import Mode
 from faultlab.probe import RELEASED
 from faultlab.runtime.backends.jsonl import LOCK_NAME
 from faultlab.scenario import load_scenario
@@ -57,7 +58,7 @@ def _forked_run(server: ForkServer, where: Path) -> Child:
     argv = [str(SCENARIOS / "tiny-tool.toml"), "--session-dir", str(where / "session")]
     where.mkdir(parents=True)
     return Child(
-        [*api.make_target().command, *argv], stderr_path=where / "child.stderr",
+        [*lab.make_target().command, *argv], stderr_path=where / "child.stderr",
         cwd=str(where), server=server, server_argv=argv,
     )  # fmt: skip
 
@@ -193,7 +194,7 @@ def test_a_case_is_judged_on_the_reaped_status(
     # here the reaper's answer is replaced (a child SIGKILLed in that
     # window), and the case must be judged on it, not on the report.
     path = str(SCENARIOS / "tiny-tool.toml")
-    options = LabOptions(api.make_target(), tmp_path, 60.0, "fork")
+    options = LabOptions(lab.make_target(), tmp_path, 60.0, "fork")
     reference = run_reference(path, load_scenario(path), options)
     case = next(c for c in plan_cases(reference) if c.occurrence != COVERAGE)
     assert run_one(case, reference, options).verdict == "pass"
@@ -214,7 +215,7 @@ def _target_child(
     server: ForkServer, where: Path, mode: Mode, name: str, armed: str | None = None
 ) -> Child:
     """A forked reference runtime on tiny-tool's session in `where`, as the lab runs it."""
-    target = api.make_target()
+    target = lab.make_target()
     argv = target.argv(str(SCENARIOS / "tiny-tool.toml"), where / "session", mode)
     where.mkdir(parents=True, exist_ok=True)
     return Child(
@@ -307,7 +308,7 @@ def test_a_sigkill_case_lets_its_crash_child_go_on_jsonl_only(
 
     monkeypatch.setattr(Child, "kill_and_let_go", recorded)
     path = str(SCENARIOS / "tiny-tool.toml")
-    options = LabOptions(api.make_target(backend=backend), tmp_path, 60.0, "fork")
+    options = LabOptions(lab.make_target(backend=backend), tmp_path, 60.0, "fork")
     reference = run_reference(path, load_scenario(path), options)
     cases = [c for c in plan_cases(reference) if c.occurrence != COVERAGE][:3]
     for case in cases:

@@ -15,13 +15,13 @@ from typing import Any
 import psutil
 import pytest
 
-from faultlab.lab import api
-from faultlab.lab.determinism import check_determinism
-from faultlab.lab.environment import trimmed_environment
-from faultlab.lab.explore import COVERAGE, explore, load_scenarios, plan_cases, run_one
-from faultlab.lab.forkserver import ForkServer
-from faultlab.lab.runner import LabOptions, run_reference, usable_cpus
-from faultlab.lab.spawn import Child
+from faultlab import lab
+from faultlab.lab.campaigns.determinism import check_determinism
+from faultlab.lab.campaigns.explore import COVERAGE, explore, load_scenarios, plan_cases, run_one
+from faultlab.lab.process.environment import trimmed_environment
+from faultlab.lab.process.forkserver import ForkServer
+from faultlab.lab.process.reference import LabOptions, run_reference, usable_cpus
+from faultlab.lab.process.spawn import Child
 from faultlab.scenario import load_scenario
 
 pytestmark = pytest.mark.realprocess
@@ -30,7 +30,7 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 def _options(work: Path, spawn: str) -> LabOptions:
-    return LabOptions(api.make_target(), work, 60.0, spawn)
+    return LabOptions(lab.make_target(), work, 60.0, spawn)
 
 
 def test_forked_and_execd_children_leave_the_same_files_and_verdicts(tmp_path: Path) -> None:
@@ -71,7 +71,7 @@ def _parked_child(server: ForkServer, where: Path) -> Child:
     where.mkdir(parents=True)
     argv = [scenario, "--session-dir", str(session)]
     return Child(
-        [*api.make_target().command, *argv], stderr_path=where / "child.stderr",
+        [*lab.make_target().command, *argv], stderr_path=where / "child.stderr",
         armed="tool/durable#1", cwd=str(where), server=server, server_argv=argv,
     )  # fmt: skip
 

@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from faultlab.cli import main
-from faultlab.lab.fuzz import fuzz_campaign
+from faultlab.lab.campaigns.fuzz import fuzz_campaign
 from faultlab.scenario import load_scenario
 
 HERE = Path(__file__).resolve().parents[1]

@@ -144,7 +144,7 @@ def test_repro_script_reproduces_a_failure_standalone(
 
 
 def test_inspect_shows_the_repair_a_crashed_log_needs(tmp_path: Path) -> None:
-    from faultlab.lab.spawn import Child
+    from faultlab.lab.process.spawn import Child
 
     argv = [sys.executable, "-m", "faultlab.runtime", TINY_TOOL, "--session-dir",
             str(tmp_path / "s")]  # fmt: skip

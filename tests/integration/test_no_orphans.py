@@ -13,9 +13,9 @@ import psutil
 import pytest
 from orphans import gone, interrupt_lab, ours
 
-from faultlab.lab import api
-from faultlab.lab.explore import explore, load_scenarios
-from faultlab.lab.runner import LabOptions
+from faultlab import lab
+from faultlab.lab.campaigns.explore import explore, load_scenarios
+from faultlab.lab.process.reference import LabOptions
 
 TINY_TOOL = Path(__file__).resolve().parents[1] / "scenarios" / "tiny-tool.toml"
 pytestmark = pytest.mark.realprocess
@@ -35,7 +35,7 @@ def others(proc: psutil.Process) -> bool:
 def test_no_child_outlives_a_full_exploration(tmp_path: Path, spawn: str) -> None:
     scenario = private_scenario(tmp_path)
     before = [p for p in psutil.Process().children(recursive=True) if others(p)]
-    target = api.make_target()
+    target = lab.make_target()
     options = LabOptions(target, tmp_path / "work", spawn=spawn)
     result = explore(load_scenarios([scenario]), options, jobs=2)
     assert result.passed

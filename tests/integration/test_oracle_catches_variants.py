@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from faultlab.lab import api
+from faultlab import lab
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ROOT / "tests" / "variants"
@@ -42,7 +42,7 @@ def variant(name: str) -> list[str]:
 def test_the_oracle_catches_a_broken_runtime(
     tmp_path: Path, name: str, scenario: str, at: str, code: str
 ) -> None:
-    result = api.run_single(
+    result = lab.run_single(
         str(SCENARIOS / scenario), at, target=variant(name), workdir=tmp_path, timeout=60
     )
     assert result.verdict == "fail"
@@ -53,12 +53,12 @@ def test_the_oracle_catches_a_broken_runtime(
 def test_the_reference_runtime_passes_the_same_cases(
     tmp_path: Path, scenario: str, at: str
 ) -> None:
-    result = api.run_single(str(SCENARIOS / scenario), at, workdir=tmp_path, timeout=60)
+    result = lab.run_single(str(SCENARIOS / scenario), at, workdir=tmp_path, timeout=60)
     assert result.verdict == "pass", [v.message for v in result.violations]
 
 
 def test_a_target_that_behaves_differently_under_test_drifts(tmp_path: Path) -> None:
-    result = api.run_single(
+    result = lab.run_single(
         str(SCENARIOS / "mixed-parallel.toml"),
         "tool/durable#2",
         target=variant("nondeterministic"),
@@ -70,7 +70,7 @@ def test_a_target_that_behaves_differently_under_test_drifts(tmp_path: Path) -> 
 
 
 def test_a_target_that_hangs_is_reported_and_killed(tmp_path: Path) -> None:
-    result = api.run_single(
+    result = lab.run_single(
         str(SCENARIOS / "chat.toml"), "model/chunk#1", target=variant("hangs"),
         workdir=tmp_path, timeout=2,
     )  # fmt: skip

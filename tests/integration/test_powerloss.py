@@ -13,11 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from faultlab.lab import api
-from faultlab.lab.logread import LogView, parse_log
-from faultlab.lab.model import Case
-from faultlab.lab.oracle import Observation, _key, check_case
-from faultlab.lab.powerloss import (
+from faultlab import lab
+from faultlab.lab.faults.powerloss import (
     OFFLINE_CODES,
     POWER_FAULTS,
     _ledger_at,
@@ -28,8 +25,17 @@ from faultlab.lab.powerloss import (
     run_power_case,
     states_at,
 )
-from faultlab.lab.runner import LabOptions, Reference, _child, _run_to_exit, read_ledger
-from faultlab.lab.target import session_files
+from faultlab.lab.oracle.case import Case
+from faultlab.lab.oracle.checks import Observation, check_case, event_key
+from faultlab.lab.process.reference import (
+    LabOptions,
+    Reference,
+    make_child,
+    read_ledger,
+    run_to_exit,
+)
+from faultlab.lab.process.target import session_files
+from faultlab.lab.read.jsonl import LogView, parse_log
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYMENT = str(ROOT / "scenarios" / "payment.toml")
@@ -49,9 +55,9 @@ def variant(name: str) -> list[str]:
 def setup(
     scenario: str, workdir: Path, target: list[str] | None = None
 ) -> tuple[Reference, LabOptions]:
-    reference = api.reference_run(scenario, target=target, workdir=workdir)
+    reference = lab.reference_run(scenario, target=target, workdir=workdir)
     assert reference.returncode == 0, reference.stderr
-    return reference, LabOptions(api.make_target(target=target), workdir)
+    return reference, LabOptions(lab.make_target(target=target), workdir)
 
 
 @pytest.mark.parametrize("scenario", [TINY_TOOL, PAYMENT], ids=["tiny-tool", "payment"])
@@ -86,7 +92,7 @@ def test_a_backend_that_never_fsyncs_fails_power_loss_and_passes_sigkill(tmp_pat
     )
     assert "SETTLED_STEP_LOST" in torn.codes
     # SIGKILL keeps the page cache: the same kill point passes.
-    sigkill = api.run_single(
+    sigkill = lab.run_single(
         PAYMENT, "flush/written#3", target=variant("never_fsyncs"), workdir=tmp_path / "k"
     )
     assert sigkill.verdict == "pass", [v.message for v in sigkill.violations]
@@ -121,7 +127,7 @@ def _real_power_loss(
     (the cut log, the oracle's codes, the world ledger after the kill)."""
     session = where / "session"
     log_path, ledger_path = session_files(session)
-    crash = _child(options, reference.scenario_path, session, "run", "crash", armed=occurrence)
+    crash = make_child(options, reference.scenario_path, session, "run", "crash", armed=occurrence)
     with crash:
         assert crash.run_until_parked_or_exit(60) is not None
         crash.kill()
@@ -131,9 +137,9 @@ def _real_power_loss(
     os.truncate(log_path, len(state.log))  # the power loss, for real
     crashed = parse_log(log_path.read_bytes(), str(log_path))
     ledger = list(read_ledger(ledger_path))
-    repair = _run_to_exit(_child(options, reference.scenario_path, session, "repair", "r"), 60)
+    repair = run_to_exit(make_child(options, reference.scenario_path, session, "repair", "r"), 60)
     repaired = parse_log(log_path.read_bytes(), str(log_path))
-    resume = _run_to_exit(_child(options, reference.scenario_path, session, "resume", "s"), 60)
+    resume = run_to_exit(make_child(options, reference.scenario_path, session, "resume", "s"), 60)
     observation = Observation(
         scenario=reference.scenario,
         case=Case(reference.scenario_path, occurrence, "power-loss"),
@@ -163,7 +169,8 @@ def test_the_offline_derivation_agrees_with_real_files(tmp_path: Path, name: str
             reference, options, occurrence, tmp_path / occurrence.replace("/", "_")
         )
         # The same events survive (timestamps aside), and the same world.
-        assert [_key(e) for e in crashed.events] == [_key(e) for e in state.view("").events]
+        survived = [event_key(e) for e in state.view("").events]
+        assert [event_key(e) for e in crashed.events] == survived
         assert ledger == _ledger_at(reference, state.trace)
         assert set(codes) & DURABLE_CODES == offline, (occurrence, codes)
         verdicts.append(bool(offline))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from faultlab.lab.spawn import Child
+from faultlab.lab.process.spawn import Child
 from faultlab.runtime.backends import JsonlBackend
 from faultlab.runtime.backends.jsonl_format import read_log
 from faultlab.runtime.ledger import WorldLedger

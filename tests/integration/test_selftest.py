@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from faultlab.cli import main
-from faultlab.lab.selftest import REFERENCE, judge_reference, run_selftest
-from faultlab.lab.zoo import default_zoo_path, load_zoo
+from faultlab.lab.campaigns.selftest import REFERENCE, judge_reference, run_selftest
+from faultlab.lab.campaigns.zoo import default_zoo_path, load_zoo
 
 VARIANTS = Path(__file__).resolve().parents[1] / "variants"
 pytestmark = pytest.mark.realprocess
@@ -53,7 +53,7 @@ def test_the_quick_selftest_catches_every_variant_and_no_false_alarm(tmp_path: P
 def test_the_false_alarm_campaign_flags_a_broken_runtime(tmp_path: Path) -> None:
     # The same campaign on a runtime without its request checkpoint: the fuzz
     # row would not be "clean", so a clean row means something.
-    from faultlab.lab.fuzz import selftest_campaign
+    from faultlab.lab.campaigns.fuzz import selftest_campaign
 
     broken = [sys.executable, str(VARIANTS / "no_request_checkpoint.py")]
     results = selftest_campaign(target=broken, examples=60, timeout=60, workdir=tmp_path, jobs=2)

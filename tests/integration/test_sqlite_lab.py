@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from faultlab import lab
 from faultlab.cli import main
-from faultlab.lab import api
 from faultlab.lab.errors import LabUsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ def variant(name: str) -> list[str]:
 def test_the_oracle_catches_a_broken_runtime_on_sqlite(
     tmp_path: Path, name: str, scenario: str, at: str, fault: str, code: str
 ) -> None:
-    result = api.run_single(
+    result = lab.run_single(
         str(SCENARIOS / scenario), at, fault=fault, target=variant(name), backend="sqlite",
         workdir=tmp_path, timeout=60,
     )  # fmt: skip
@@ -60,7 +60,7 @@ def test_the_oracle_catches_a_broken_runtime_on_sqlite(
 def test_the_reference_runtime_passes_the_same_cases_on_sqlite(
     tmp_path: Path, scenario: str, at: str, fault: str
 ) -> None:
-    result = api.run_single(
+    result = lab.run_single(
         str(SCENARIOS / scenario), at, fault=fault, backend="sqlite", workdir=tmp_path
     )
     assert result.passed, (result.verdict, result.violations)
@@ -115,11 +115,11 @@ def test_a_run_whose_every_fault_is_unsupported_does_not_pass(tmp_path: Path) ->
 
 def test_one_unsupported_case_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(LabUsageError, match="'power-loss' is not supported on backend sqlite"):
-        api.run_single(str(TINY_SQLITE), "flush/written#1", fault="power-loss", workdir=tmp_path)
+        lab.run_single(str(TINY_SQLITE), "flush/written#1", fault="power-loss", workdir=tmp_path)
 
 
 def test_the_scenario_file_chooses_sqlite_and_inspect_reads_it(tmp_path: Path) -> None:
-    result = api.run_single(str(TINY_SQLITE), "tool/durable#1", workdir=tmp_path / "w")
+    result = lab.run_single(str(TINY_SQLITE), "tool/durable#1", workdir=tmp_path / "w")
     assert result.passed, result.violations
     crashed = Path(result.artifacts["crashed"])
     assert crashed.suffix == ".sqlite" and crashed.with_suffix(".dump.jsonl").is_file()

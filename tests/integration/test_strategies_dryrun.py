@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import InvalidArgument
 
 from faultlab import strategies as fs
-from faultlab.lab.api import reference_run
-from faultlab.lab.explore import COVERAGE, plan_cases
+from faultlab.lab.campaigns.api import reference_run
+from faultlab.lab.campaigns.explore import COVERAGE, plan_cases
 from faultlab.scenario import load_scenario, parse_scenario
 
 HERE = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from faultlab.lab.spawn import Child, ChildExit
+from faultlab.lab.process.spawn import Child, ChildExit
 from faultlab.runtime.backends.base import SessionCorruptError
 from faultlab.runtime.backends.jsonl_format import read_log
 from faultlab.runtime.events import Event

@@ -1,0 +1,192 @@
+# The lab as a library: what the CLI and repro scripts call.  Each function
+# validates its arguments and returns values; nothing here prints or exits.
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from faultlab.lab.campaigns.explore import (
+    COVERAGE,
+    ExploreResult,
+    Progress,
+    Shard,
+    explore,
+    load_scenarios,
+    plan_cases,
+    run_one,
+)
+from faultlab.lab.campaigns.targets import (
+    DRIVES,
+    check_acp_backend,
+    check_drive,
+    check_drive_name,
+    check_fault,
+    make_target,
+    parse_faults,
+)
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.reference import LabOptions, Reference, run_reference
+from faultlab.lab.process.scratch import scratch_root
+from faultlab.lab.process.target import (
+    bundled_scenarios,
+)
+from faultlab.lab.read.stores import store_for
+from faultlab.probe import FAULTS, parse_occurrence
+from faultlab.scenario import Scenario, load_scenario
+
+__all__ = [
+    "DRIVES",
+    "SUPPORTED_FAULTS",
+    "bundled_scenarios",
+    "check_drive",
+    "explore_paths",
+    "explore_scenarios",
+    "load_scenarios",
+    "make_target",
+    "parse_faults",
+    "reference_run",
+    "run_single",
+    "workdir",
+]
+
+SUPPORTED_FAULTS = FAULTS
+
+
+@contextmanager
+def workdir(keep: Path | None = None) -> Iterator[Path]:
+    """Where children's sessions live during a run (a temp dir under
+    `scratch_root()` unless `keep`)."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep
+        return
+    path = Path(tempfile.mkdtemp(prefix="faultlab-", dir=scratch_root()))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def reference_run(
+    scenario: str, *, policy: str | None = None, target: Sequence[str] | str | None = None,
+    timeout: float = 60.0, workdir: Path, spawn: str = "fork", backend: str | None = None,
+) -> Reference:  # fmt: skip
+    """Run `scenario` once without faults (its boundary occurrences, log, ledger)."""
+    made = make_target(policy=policy, target=target, backend=backend)
+    options = LabOptions(made, workdir, timeout, spawn)
+    return run_reference(str(Path(scenario).resolve()), load_scenario(scenario), options)
+
+
+def run_single(
+    scenario: str, occurrence: str, *, fault: str = "sigkill", policy: str | None = None,
+    target: Sequence[str] | str | None = None, timeout: float = 60.0, workdir: Path,
+    spawn: str = "fork", backend: str | None = None, drive: str = "classic",
+    check_determinism: bool = False,
+) -> CaseResult:  # fmt: skip
+    """Run one case: the reference run, then `occurrence` killed with `fault`
+    (`check_determinism`: then both again, adding NONDETERMINISTIC if they differ)."""
+    check_drive_name(drive)
+    if drive == "acp":
+        from faultlab.lab.campaigns.acpexplore import acp_options, run_single_acp
+
+        check_acp_backend(backend)
+        if check_determinism:
+            raise LabUsageError("--check-determinism works with --drive classic only")
+        acp = acp_options(
+            workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
+        )
+        return run_single_acp(scenario, occurrence, fault=fault, options=acp)
+    if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
+        occurrence, fault = COVERAGE, "reference"
+    else:
+        name, n = parse_occurrence(occurrence)
+        occurrence = f"{name}#{n}"
+        check_fault(fault)
+    reference = reference_run(
+        scenario, policy=policy, target=target, timeout=timeout, workdir=workdir, spawn=spawn,
+        backend=backend,
+    )  # fmt: skip
+    made = make_target(policy=policy, target=target, backend=backend)
+    options = LabOptions(made, workdir, timeout, spawn)
+    case = Case(reference.scenario_path, occurrence, fault)
+    reason = store_for(reference.backend).unsupported.get(fault)
+    if reason is not None:
+        raise LabUsageError(
+            f"fault {fault!r} is not supported on backend {reference.backend}: {reason}"
+        )
+    if reference.returncode == 0 and occurrence != COVERAGE:
+        applicable = [c for c in plan_cases(reference, (fault,)) if c.fault == fault]
+        if applicable and case not in applicable:
+            where = ", ".join(c.occurrence for c in applicable[:8])
+            more = ", ..." if len(applicable) > 8 else ""
+            raise LabUsageError(
+                f"fault {fault!r} does not apply at {occurrence} in {Path(scenario).name} "
+                f"(it applies at: {where}{more})"
+            )
+    result = run_one(case, reference, options)
+    if not check_determinism:
+        return result
+    from faultlab.lab.campaigns.determinism import check_determinism as rerun_and_compare
+
+    violation = rerun_and_compare(case, reference, result, options, workdir=workdir / "again")
+    if violation is None:
+        return result
+    return dataclasses.replace(result, verdict="fail", violations=(*result.violations, violation))
+
+
+def explore_paths(
+    paths: Sequence[str | Path], *, policy: str | None = None,
+    target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
+    timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
+    spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
+    drive: str = "classic",
+) -> ExploreResult:  # fmt: skip
+    """Every case of every scenario in `paths`, for each of `faults`."""
+    return explore_scenarios(
+        load_scenarios(paths),
+        policy=policy,
+        target=target,
+        jobs=jobs,
+        shard=shard,
+        timeout=timeout,
+        workdir=workdir,
+        progress=progress,
+        spawn=spawn,
+        faults=faults,
+        backend=backend,
+        drive=drive,
+    )
+
+
+def explore_scenarios(
+    scenarios: Sequence[tuple[str, Scenario]], *, policy: str | None = None,
+    target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
+    timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
+    spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
+    drive: str = "classic",
+) -> ExploreResult:  # fmt: skip
+    """`explore_paths` for scenarios already loaded with `load_scenarios`.  `backend`
+    overrides every scenario's persistence backend (None: each scenario's own)."""
+    check_drive_name(drive)
+    if drive == "acp":
+        from faultlab.lab.campaigns.acpexplore import acp_options, explore_acp
+
+        check_acp_backend(backend)
+        acp = acp_options(
+            workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
+        )
+        return explore_acp(scenarios, acp, jobs=jobs, shard=shard, faults=faults, progress=progress)
+    for fault in faults:
+        check_fault(fault)
+    if jobs < 1:
+        raise LabUsageError(f"jobs must be at least 1, not {jobs}")
+    if timeout <= 0:
+        raise LabUsageError(f"timeout must be positive, not {timeout}")
+    made = make_target(policy=policy, target=target, backend=backend)
+    options = LabOptions(made, workdir, timeout, spawn)
+    return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress, faults=faults)

@@ -1,0 +1,280 @@
+# Exploration: every boundary occurrence of every scenario, as found by each
+# scenario's reference run, killed with SIGKILL.  Owns the stable case order,
+# sharding, the worker pool and the interruption path (no child outlives an
+# interrupted exploration).
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.corruption import CORRUPT_FAULT, plan_corrupt_cases, run_corrupt_case
+from faultlab.lab.faults.live import plan_fault_cases, run_fault_case
+from faultlab.lab.faults.sigkill import run_case
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.oracle.checks import check_coverage
+from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.process.reference import LabOptions, Reference, run_reference
+from faultlab.lab.process.spawn import kill_all
+from faultlab.lab.read.stores import store_for
+from faultlab.probe import FAULTS, parse_occurrence
+from faultlab.scenario import Scenario, load_scenario
+
+__all__ = [
+    "COVERAGE",
+    "ExploreResult",
+    "Shard",
+    "explore",
+    "load_scenarios",
+    "parse_shard",
+    "plan_cases",
+    "run_exploration",
+    "run_one",
+    "spread_order",
+    "tidy_passed",
+]
+
+COVERAGE = "coverage"  # the occurrence name of a scenario's coverage check
+Progress = Callable[[CaseResult, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """Shard `index` (1-based) of `count`."""
+
+    index: int
+    count: int
+
+    def take(self, cases: Sequence[Case]) -> list[Case]:
+        return [case for i, case in enumerate(cases) if i % self.count == self.index - 1]
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str) -> Shard:
+    index, sep, count = text.partition("/")
+    if not sep or not index.isdigit() or not count.isdigit():
+        raise LabUsageError(f"shard {text!r} must look like K/N, e.g. 1/4")
+    shard = Shard(int(index), int(count))
+    if shard.count < 1 or not 1 <= shard.index <= shard.count:
+        raise LabUsageError(f"shard {text!r}: K must be between 1 and N")
+    return shard
+
+
+@dataclass(frozen=True, slots=True)
+class ExploreResult:
+    """All case results of one exploration, in case order."""
+
+    results: tuple[CaseResult, ...]
+    references: tuple[Reference, ...]
+    seconds: float
+    shard: Shard | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Some case passed and none failed.  Unsupported cases are listed, not
+        failed; but a run whose faults were all unsupported checked nothing (its
+        coverage checks aside) and does not pass."""
+        if not any(r.passed for r in self.results) or any(r.failed for r in self.results):
+            return False
+        checked = any(r.passed and r.case.occurrence != COVERAGE for r in self.results)
+        return checked or not self.unsupported
+
+    @property
+    def unsupported(self) -> tuple[CaseResult, ...]:
+        return tuple(r for r in self.results if r.verdict == "unsupported")
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for result in self.results:
+            counts[result.verdict] = counts.get(result.verdict, 0) + 1
+        return counts
+
+
+def load_scenarios(paths: Sequence[str | Path]) -> list[tuple[str, Scenario]]:
+    """Load scenario files (directories are searched for *.toml), sorted and unique."""
+    files: list[Path] = []
+    for path in paths:
+        given = Path(path)
+        files.extend(sorted(given.glob("*.toml")) if given.is_dir() else [given])
+    unique = sorted({str(f.resolve()): f for f in files}.items())
+    names: dict[str, str] = {}
+    for resolved, _shown in unique:
+        other = names.setdefault(Path(resolved).name, resolved)
+        if other != resolved:
+            raise LabUsageError(
+                f"{other} and {resolved} have the same file name; case ids "
+                f"({Path(resolved).name}::...) would collide: rename one"
+            )
+    return [(resolved, load_scenario(shown)) for resolved, shown in unique]
+
+
+OFFLINE_FAULTS = ("power-loss", "torn-write")
+
+
+def plan_cases(reference: Reference, faults: Sequence[str] = ("sigkill",)) -> list[Case]:
+    """The coverage check, then for each fault (in FAULTS order) its cases in
+    trace order: SIGKILL at every occurrence, the others where they apply."""
+    cases = [Case(reference.scenario_path, COVERAGE, "reference")]
+    unsupported = store_for(reference.backend).unsupported
+    for fault in sorted(set(faults), key=FAULTS.index):
+        if fault in unsupported:  # one case per scenario says so, with the reason
+            cases.append(Case(reference.scenario_path, "flush/written#1", fault))
+        elif fault == "sigkill":
+            cases += [Case(reference.scenario_path, o, fault) for o in reference.occurrences]
+        elif fault in OFFLINE_FAULTS:
+            from faultlab.lab.faults.powerloss import plan_power_cases
+
+            cases += plan_power_cases(reference, fault)
+        elif fault == CORRUPT_FAULT:
+            cases += plan_corrupt_cases(reference)
+        else:
+            cases += plan_fault_cases(reference, fault)
+    return cases
+
+
+def _reference_failed(case: Case, reference: Reference) -> CaseResult:
+    if reference.hung:
+        message = f"the fault-free run {reference.stderr}"
+        return CaseResult(case, "hung", (Violation("CHILD_HUNG", message),))
+    detail = reference.stderr.strip().splitlines()[-1:] or ["no output"]
+    violation = Violation(
+        "REFERENCE_FAILED",
+        f"the fault-free run exited with status {reference.returncode}: {detail[0]}",
+        {"status": reference.returncode},
+    )
+    return CaseResult(case, "error", (violation,))
+
+
+def _coverage(case: Case, reference: Reference) -> CaseResult:
+    if reference.returncode != 0:
+        return _reference_failed(case, reference)
+    violations = check_coverage(reference.scenario, reference.occurrences)
+    return CaseResult(case, "fail" if violations else "pass", tuple(violations))
+
+
+def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    if case.occurrence == COVERAGE:
+        return _coverage(case, reference)
+    if reference.returncode != 0:
+        return _reference_failed(case, reference)
+    if case.fault == "sigkill":
+        return run_case(case, reference, options)
+    reason = store_for(reference.backend).unsupported.get(case.fault)
+    if reason is not None:
+        return CaseResult(case, "unsupported", (), 0.0, f"backend {reference.backend}: {reason}")
+    if case.fault in OFFLINE_FAULTS:
+        from faultlab.lab.faults.powerloss import run_power_case
+
+        return run_power_case(case, reference, options)
+    if case.fault == CORRUPT_FAULT:
+        return run_corrupt_case(case, reference, options)
+    return run_fault_case(case, reference, options)
+
+
+def tidy_passed(result: CaseResult, workdir: Path) -> None:
+    """Remove a passing case's directory (if it lies under `workdir`): only a
+    failure's artifacts are reported, and a long exploration or fuzz campaign
+    must not fill the scratch space (faultlab/lab/process/scratch.py) with thousands
+    of passing cases."""
+    where = result.artifacts.get("dir")
+    if result.passed and where is not None and Path(where).is_relative_to(workdir):
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def _run_and_tidy(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    result = run_one(case, reference, options)
+    tidy_passed(result, options.workdir)
+    return result
+
+
+def explore(
+    scenarios: Sequence[tuple[str, Scenario]],
+    options: LabOptions,
+    *,
+    jobs: int = 1,
+    shard: Shard | None = None,
+    faults: Sequence[str] = ("sigkill",),
+    only: str | None = None,
+    progress: Progress | None = None,
+) -> ExploreResult:
+    """Run every case of `scenarios` (or of shard `shard`); `only` keeps one occurrence."""
+    if jobs < 1:
+        raise LabUsageError("jobs must be at least 1")
+    options = options.for_jobs(jobs)
+
+    def plan(reference: Reference) -> list[Case]:
+        cases = plan_cases(reference, faults)
+        if only is None:
+            return cases
+        name, n = parse_occurrence(only)
+        return [c for c in cases if c.occurrence == f"{name}#{n}"]
+
+    return run_exploration(
+        scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-case",
+        reference=lambda path, scenario: run_reference(path, scenario, options), plan=plan,
+        run=lambda case, reference: _run_and_tidy(case, reference, options), kill=kill_all,
+    )  # fmt: skip
+
+
+def spread_order(cases: Sequence[Case]) -> list[int]:
+    """The order to start `cases` in (indices): each scenario's cases spread
+    evenly over the whole run instead of one scenario after another.  Some
+    scenarios' children mostly wait (scripted tool latencies of 30-60 ms);
+    run back to back, the parallel jobs all wait at once and leave cores
+    idle.  Mixed, a waiting case runs beside a busy one.  Results are still
+    reported in case order."""
+    by_scenario: dict[str, list[int]] = {}
+    for index, case in enumerate(cases):
+        by_scenario.setdefault(case.scenario, []).append(index)
+    keyed = [
+        ((position + 0.5) / len(indices), rank, index)
+        for rank, indices in enumerate(by_scenario.values())
+        for position, index in enumerate(indices)
+    ]
+    return [index for _key, _rank, index in sorted(keyed)]
+
+
+def run_exploration(
+    scenarios: Sequence[tuple[str, Scenario]], *, jobs: int, shard: Shard | None,
+    progress: Progress | None, threads: str,
+    reference: Callable[[str, Scenario], Reference], plan: Callable[[Reference], list[Case]],
+    run: Callable[[Case, Reference], CaseResult], kill: Callable[[], None],
+) -> ExploreResult:  # fmt: skip
+    """The engine of every exploration (classic and ACP drives): the reference
+    runs, then the planned cases (of shard `shard`) `jobs` at a time, results in
+    case order; interrupted or broken, `kill` leaves no child behind."""
+    started = time.monotonic()
+    executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix=threads)
+    try:
+        references = list(executor.map(lambda item: reference(*item), scenarios))
+        by_path = {ref.scenario_path: ref for ref in references}
+        cases = [case for ref in references for case in plan(ref)]
+        if shard is not None:
+            cases = shard.take(cases)
+        submitted = {
+            index: executor.submit(run, cases[index], by_path[cases[index].scenario])
+            # One job gains nothing from another order, and its progress
+            # (reported in case order) then keeps up with the run.
+            for index in (spread_order(cases) if jobs > 1 else range(len(cases)))
+        }
+        futures = [submitted[index] for index in range(len(cases))]
+        results = []
+        for done, future in enumerate(futures, start=1):
+            result = future.result()
+            results.append(result)
+            if progress is not None:
+                progress(result, done, len(futures))
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM) or broken: no child may outlive us.
+        executor.shutdown(wait=False, cancel_futures=True)
+        kill()
+        raise
+    executor.shutdown(wait=True)
+    return ExploreResult(tuple(results), tuple(references), time.monotonic() - started, shard)

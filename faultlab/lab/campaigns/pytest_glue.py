@@ -1,0 +1,217 @@
+# What the pytest plugin (faultlab/pytest_plugin.py) runs: its options,
+# validated; a scenario file's dry run and the cases it makes (the same plan
+# as `faultlab explore`); one case run to a readable failure text with the
+# evidence and the replay command; and `CrashLab`, the object behind the
+# `crashlab` fixture.  Imported only when the plugin is in use.
+from __future__ import annotations
+
+import itertools
+import os
+import shlex
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pytest
+
+from faultlab.lab.campaigns.api import run_single
+from faultlab.lab.campaigns.explore import COVERAGE, Shard, parse_shard, plan_cases, run_one
+from faultlab.lab.campaigns.targets import make_target, parse_faults
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.oracle.codes import explain
+from faultlab.lab.process.reference import LabOptions, Reference, run_reference, slug
+from faultlab.probe import ProbeError
+from faultlab.scenario import POLICIES, Scenario, ScenarioError, dump_scenario, load_scenario
+
+__all__ = [
+    "CrashLab",
+    "PluginOptions",
+    "ScenarioProblem",
+    "ScenarioRun",
+    "failure_text",
+    "plan_scenario",
+    "plugin_options",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOptions:
+    """The plugin's settings (command line over ini)."""
+
+    enabled: bool
+    policy: str | None
+    faults: tuple[str, ...]
+    target: str | None
+    timeout: float
+    shard: Shard | None
+    workdir: Path
+
+
+def plugin_options(
+    *, enabled: bool, policy: str | None, faults: str, target: str | None, timeout: str,
+    shard: str | None, basetemp: Path | None,
+) -> PluginOptions:  # fmt: skip
+    """Validate the settings; ValueError with a one-line message."""
+    if policy is not None and policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
+    try:
+        seconds = float(timeout)
+    except ValueError:
+        raise ValueError(f"timeout {timeout!r} is not a number of seconds") from None
+    if not seconds > 0:
+        raise ValueError(f"timeout must be positive, not {timeout}")
+    try:
+        fault_names = parse_faults(faults)
+        parsed_shard = None if shard is None else parse_shard(shard)
+        if target is not None:
+            make_target(policy=policy, target=target)  # a malformed command fails here
+    except LabUsageError as exc:
+        raise ValueError(str(exc)) from None
+    base = basetemp if basetemp is not None else Path(tempfile.mkdtemp(prefix="faultlab-pytest-"))
+    return PluginOptions(enabled, policy, fault_names, target, seconds, parsed_shard,
+                         base / "faultlab")  # fmt: skip
+
+
+class ScenarioProblem(Exception):
+    """A scenario file cannot be collected (one line: file, line, field)."""
+
+
+def pytest_workers() -> int:
+    """How many pytest processes run cases at once: pytest-xdist tells each of
+    its workers how many there are (1 without it)."""
+    try:
+        return max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    except ValueError:
+        return 1
+
+
+def _lab(options: PluginOptions, workdir: Path) -> LabOptions:
+    # Each xdist worker runs one case at a time: together they are the jobs.
+    return LabOptions(make_target(policy=options.policy, target=options.target), workdir,
+                      options.timeout).for_jobs(pytest_workers())  # fmt: skip
+
+
+def replay_command(case: Case, *, policy: str | None, target: str | None) -> str:
+    argv = ["faultlab", "run", case.scenario, "--at", case.occurrence]
+    if case.occurrence != COVERAGE:
+        argv += ["--fault", case.fault]
+    if policy:
+        argv += ["--policy", policy]
+    if target:
+        argv += ["--target", target]
+    return shlex.join(argv)
+
+
+def failure_text(result: CaseResult, replay: str) -> str:
+    """A failed case for people: verdict, each violation with its guarantee,
+    message and evidence, where the logs are, and the command that replays it."""
+    lines = [f"{result.case.id}: {result.verdict.upper()} ({', '.join(result.codes)})"]
+    for violation in result.violations:
+        lines.append(f"  {violation.code} [{violation.guarantee}]: {explain(violation.code)}")
+        lines.append(f"    {violation.message}")
+        if violation.evidence:
+            lines.append(f"    evidence: {orjson.dumps(violation.evidence).decode()}")
+    if "dir" in result.artifacts:
+        kept = sorted(p.name for p in Path(result.artifacts["dir"]).glob("*.jsonl"))
+        lines.append(f"  artifacts: {result.artifacts['dir']} ({', '.join(kept)})")
+    lines.append(f"  replay: {replay}")
+    return "\n".join(lines)
+
+
+_numbers = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioRun:
+    """A collected scenario file: its dry run and its cases."""
+
+    path: str
+    reference: Reference
+    cases: tuple[Case, ...]
+    options: PluginOptions
+    lab: LabOptions
+
+    @staticmethod
+    def item_name(case: Case) -> str:
+        return COVERAGE if case.occurrence == COVERAGE else f"{case.occurrence}[{case.fault}]"
+
+    def run(self, case: Case) -> str | None:
+        """Run `case`; None when every guarantee held, else the failure text."""
+        result = run_one(case, self.reference, self.lab)
+        if result.passed:
+            return None
+        replay = replay_command(case, policy=self.options.policy, target=self.options.target)
+        return failure_text(result, replay)
+
+
+def plan_scenario(path: Path, options: PluginOptions) -> ScenarioRun:
+    """Dry-run the scenario file and plan its cases (coverage first)."""
+    shown = str(path.resolve())
+    try:
+        scenario = load_scenario(path)
+    except (ScenarioError, ProbeError) as exc:
+        raise ScenarioProblem(str(exc)) from None
+    lab = _lab(options, options.workdir / f"{next(_numbers)}-{slug(path.name)}")
+    reference = run_reference(shown, scenario, lab)
+    cases: tuple[Case, ...] = (Case(shown, COVERAGE, "reference"),)  # it reports a failed run
+    if reference.returncode == 0 and not reference.hung:
+        cases = tuple(plan_cases(reference, options.faults))
+    return ScenarioRun(shown, reference, cases, options, lab)
+
+
+class CrashLab:
+    """Run faultlab cases from a test (the `crashlab` fixture)."""
+
+    def __init__(self, options: PluginOptions, workdir: Path) -> None:
+        self.options = options
+        self.workdir = workdir
+        self._count = itertools.count()
+
+    def _scenario_file(self, scenario: str | Path | Scenario) -> str:
+        if isinstance(scenario, Scenario):
+            folder = self.workdir / "scenarios"
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{scenario.name}.toml"
+            path.write_text(dump_scenario(scenario), encoding="utf-8")
+            return str(path)
+        return str(scenario)
+
+    def run(
+        self, scenario: str | Path | Scenario, at: str, *, fault: str = "sigkill",
+        policy: str | None = None, target: str | None = None, check_determinism: bool = False,
+    ) -> CaseResult:  # fmt: skip
+        """Run one case (`at`: `tool/durable#2`, or `coverage`) and return its result."""
+        return run_single(
+            self._scenario_file(scenario), at, fault=fault,
+            policy=policy if policy is not None else self.options.policy,
+            target=target if target is not None else self.options.target,
+            timeout=self.options.timeout, workdir=self.workdir / f"case-{next(self._count)}",
+            check_determinism=check_determinism,
+        )  # fmt: skip
+
+    def check(
+        self, scenario: str | Path | Scenario, at: str, *, fault: str = "sigkill",
+        policy: str | None = None, target: str | None = None,
+    ) -> CaseResult:  # fmt: skip
+        """`run`, and fail the test with the evidence unless every guarantee held."""
+        result = self.run(scenario, at, fault=fault, policy=policy, target=target)
+        if not result.passed:
+            replay = replay_command(
+                result.case, policy=policy or self.options.policy,
+                target=target or self.options.target,
+            )  # fmt: skip
+            pytest.fail(failure_text(result, replay), pytrace=False)
+        return result
+
+    def boundaries(
+        self, scenario: str | Path | Scenario, *, policy: str | None = None
+    ) -> list[str]:
+        """The boundary occurrences a fault-free run of `scenario` reaches."""
+        path = self._scenario_file(scenario)
+        lab = LabOptions(
+            make_target(policy=policy or self.options.policy, target=self.options.target),
+            self.workdir / f"dry-{next(self._count)}", self.options.timeout,
+        ).for_jobs(pytest_workers())  # fmt: skip
+        return run_reference(str(Path(path).resolve()), load_scenario(path), lab).occurrences

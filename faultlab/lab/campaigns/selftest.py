@@ -1,0 +1,358 @@
+# `faultlab selftest`: prove the oracle.  Every variant of the zoo registry
+# (faultlab/lab/campaigns/zoo.py) is explored with its faults on its scenarios
+# and must be caught with each code it expects; the reference runtime must pass
+# every bundled scenario under every fault (zero false alarms).  Owns the
+# stages and the verdict of each row (detected, missed, wrong-code; clean,
+# false-alarm); the table and the report are faultlab/lab/report/selftest.py.
+# `--quick` runs only each variant's
+# documented catching cases (and the reference runtime on the same cases).
+#
+# A fuzz stage plugs in through `fuzz_campaign()`: a build whose
+# `faultlab.lab.campaigns.fuzz` module defines
+#     selftest_campaign(*, target, examples, timeout, workdir, jobs)
+#         -> Sequence[CaseResult]
+# (target None: the reference runtime) gets its results judged like an
+# exploration's, for the variants whose registry entry has `fuzz` and for the
+# reference runtime's false-alarm campaign.  Without it those rows say
+# "not-available": they are not counted as caught, missed or clean.
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from faultlab.lab.campaigns import api
+from faultlab.lab.campaigns.zoo import QuickCase, Zoo, ZooVariant
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.case import CaseResult
+from faultlab.lab.process.spawn import kill_all
+
+__all__ = [
+    "REFERENCE",
+    "SelftestResult",
+    "SelftestRow",
+    "fuzz_campaign",
+    "judge_reference",
+    "judge_variant",
+    "run_selftest",
+]
+
+REFERENCE = "reference runtime"
+Status = Literal["detected", "missed", "wrong-code", "clean", "false-alarm", "not-available"]
+Stage = Literal["explore", "quick", "fuzz"]
+FuzzCampaign = Callable[..., Sequence[CaseResult]]
+RowProgress = Callable[["SelftestRow"], None]
+T = TypeVar("T")
+_BAD: frozenset[str] = frozenset({"missed", "wrong-code", "false-alarm"})
+
+
+@dataclass(frozen=True, slots=True)
+class SelftestRow:
+    """One variant (or the reference runtime) under one stage."""
+
+    variant: str
+    stage: Stage
+    expected: tuple[str, ...]
+    status: Status
+    first_case: str | None  # the first case (in case order) with an expected code
+    cases: int
+    failing: int
+    codes: dict[str, int] = field(default_factory=dict)  # code -> failing cases with it
+    seconds: float = 0.0
+    note: str = ""
+    faults: dict[str, int] = field(default_factory=dict)  # fault -> failing cases under it
+
+    @property
+    def bad(self) -> bool:
+        return self.status in _BAD
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant,
+            "stage": self.stage,
+            "expected": list(self.expected),
+            "status": self.status,
+            "firstCase": self.first_case,
+            "cases": self.cases,
+            "failing": self.failing,
+            "codes": self.codes,
+            "seconds": round(self.seconds, 3),
+            "note": self.note,
+            "failingByFault": self.faults,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SelftestResult:
+    rows: tuple[SelftestRow, ...]
+    quick: bool
+    seconds: float
+    zoo: str
+
+    @property
+    def variant_rows(self) -> list[SelftestRow]:
+        return [r for r in self.rows if r.variant != REFERENCE and r.status != "not-available"]
+
+    @property
+    def score(self) -> tuple[int, int]:
+        """(variants caught with their codes, variants judged)."""
+        judged = {r.variant for r in self.variant_rows}
+        missed = {r.variant for r in self.variant_rows if r.bad}
+        return len(judged - missed), len(judged)
+
+    @property
+    def false_alarms(self) -> int:
+        return sum(r.failing for r in self.rows if r.variant == REFERENCE)
+
+    @property
+    def passed(self) -> bool:
+        """Every variant caught with its codes, the reference clean, something checked."""
+        judged_reference = any(r.variant == REFERENCE and r.status == "clean" for r in self.rows)
+        return bool(self.variant_rows) and judged_reference and not any(r.bad for r in self.rows)
+
+    def to_json(self) -> dict[str, Any]:
+        caught, judged = self.score
+        return {
+            "passed": self.passed,
+            "quick": self.quick,
+            "zoo": self.zoo,
+            "seconds": round(self.seconds, 3),
+            "mutationScore": {"caught": caught, "variants": judged},
+            "falseAlarms": self.false_alarms,
+            "rows": [r.to_json() for r in self.rows],
+        }
+
+
+def _codes(results: Sequence[CaseResult]) -> dict[str, int]:
+    return dict(Counter(code for r in results if not r.passed for code in r.codes))
+
+
+def _faults(results: Sequence[CaseResult]) -> dict[str, int]:
+    return dict(Counter(r.case.fault for r in results if not r.passed))
+
+
+def judge_variant(
+    name: str, expected: Sequence[str], results: Sequence[CaseResult], *, stage: Stage,
+    seconds: float = 0.0,
+) -> SelftestRow:  # fmt: skip
+    """Detected when every expected code is reported by some failing case;
+    missed when no case fails; wrong-code when cases fail without them."""
+    failing = [r for r in results if not r.passed]
+    firsts: dict[str, str] = {}
+    for result in failing:
+        for code in result.codes:
+            firsts.setdefault(code, result.case.id)
+    found = [code for code in expected if code in firsts]
+    first = next((r.case.id for r in failing if set(r.codes) & set(expected)), None)
+    if failing and len(found) == len(expected):
+        status: Status = "detected"
+        note = ""
+    elif not failing:
+        status = "missed"
+        note = f"all {len(results)} case(s) passed" if results else "no case ran"
+    else:
+        status = "wrong-code"
+        lacking = [c for c in expected if c not in firsts]
+        note = f"never reported: {', '.join(lacking)}"
+    return SelftestRow(name, stage, tuple(expected), status, first, len(results), len(failing),
+                       _codes(results), seconds, note, _faults(results))  # fmt: skip
+
+
+def judge_reference(
+    results: Sequence[CaseResult], *, stage: Stage, seconds: float = 0.0
+) -> SelftestRow:
+    """Clean when every case passed (and there were cases); a false alarm otherwise."""
+    failing = [r for r in results if not r.passed]
+    if results and not failing:
+        status: Status = "clean"
+        note = f"{len(results)} case(s), no violation"
+    else:
+        status = "false-alarm"
+        note = "no case ran" if not results else f"{failing[0].case.id}: {failing[0].codes}"
+    first = failing[0].case.id if failing else None
+    return SelftestRow(REFERENCE, stage, (), status, first, len(results), len(failing),
+                       _codes(results), seconds, note, _faults(results))  # fmt: skip
+
+
+def fuzz_campaign() -> FuzzCampaign | None:
+    """The fuzz stage of this build (`faultlab.lab.campaigns.fuzz.selftest_campaign`), or None."""
+    try:
+        module = importlib.import_module("faultlab.lab.campaigns.fuzz")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("faultlab.lab.campaigns.fuzz", "hypothesis"):
+            return None
+        raise
+    campaign = getattr(module, "selftest_campaign", None)
+    return campaign if callable(campaign) else None
+
+
+def _not_available(name: str, expected: Sequence[str], examples: int) -> SelftestRow:
+    note = (
+        f"fuzz campaign of {examples} example(s) not run: this build has no "
+        "faultlab.lab.campaigns.fuzz.selftest_campaign"
+    )
+    return SelftestRow(name, "fuzz", tuple(expected), "not-available", None, 0, 0, {}, 0.0, note)
+
+
+def _fuzz_row(
+    name: str, expected: Sequence[str], scenarios: Sequence[Path], target: Sequence[str] | None,
+    examples: int, timeout: float, workdir: Path, jobs: int,
+) -> SelftestRow:  # fmt: skip
+    campaign = fuzz_campaign()
+    if campaign is None:
+        return _not_available(name, expected, examples)
+    started = time.monotonic()
+    # Hypothesis generates its own scenarios: `scenarios` only labels the row.
+    del scenarios
+    results = campaign(target=target, examples=examples, timeout=timeout, workdir=workdir,
+                       jobs=jobs)  # fmt: skip
+    seconds = time.monotonic() - started
+    if name == REFERENCE:
+        return judge_reference(results, stage="fuzz", seconds=seconds)
+    return judge_variant(name, expected, results, stage="fuzz", seconds=seconds)
+
+
+def _target(variant: ZooVariant) -> list[str]:
+    return [sys.executable, str(variant.script)]
+
+
+def _explore_variant(variant: ZooVariant, jobs: int, workdir: Path) -> SelftestRow:
+    started = time.monotonic()
+    result = api.explore_scenarios(
+        api.load_scenarios(variant.scenarios), target=_target(variant), jobs=jobs,
+        timeout=variant.timeout, workdir=workdir, faults=variant.faults,
+        backend=variant.backend, drive=variant.drive,
+    )  # fmt: skip
+    return judge_variant(variant.name, variant.expect, result.results, stage="explore",
+                         seconds=time.monotonic() - started)  # fmt: skip
+
+
+def _quick_case(
+    case: QuickCase, target: Sequence[str] | None, timeout: float, workdir: Path, spawn: str,
+    backend: str | None = None, drive: str = "classic",
+) -> CaseResult:  # fmt: skip
+    return api.run_single(str(case.scenario), case.at, fault=case.fault, target=target,
+                          timeout=timeout, workdir=workdir, spawn=spawn, backend=backend,
+                          drive=drive, check_determinism=case.check_determinism)  # fmt: skip
+
+
+def _quick_variant(variant: ZooVariant, workdir: Path) -> SelftestRow:
+    started = time.monotonic()
+    results = [
+        _quick_case(
+            case,
+            _target(variant),
+            variant.timeout,
+            workdir / str(i),
+            "exec",
+            variant.backend,
+            variant.drive,
+        )
+        for i, case in enumerate(variant.quick)
+    ]
+    return judge_variant(variant.name, variant.expect, results, stage="quick",
+                         seconds=time.monotonic() - started)  # fmt: skip
+
+
+def _in_parallel(calls: Sequence[Callable[[], T]], jobs: int) -> list[T]:
+    """Results of `calls` in order, `jobs` at a time; interrupted, no child survives."""
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="faultlab-selftest")
+    try:
+        futures = [pool.submit(call) for call in calls]
+        results = [future.result() for future in futures]
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_all()
+        raise
+    pool.shutdown(wait=True)
+    return results
+
+
+def run_selftest(
+    zoo: Zoo, *, variants: Sequence[ZooVariant] | None = None, quick: bool = False,
+    jobs: int = 1, workdir: Path, spawn: str = "fork", timeout: float = 60.0,
+    progress: RowProgress | None = None,
+) -> SelftestResult:  # fmt: skip
+    """Run the zoo (or `variants` of it) and the reference runtime's false-alarm check."""
+    if jobs < 1:
+        raise LabUsageError(f"jobs must be at least 1, not {jobs}")
+    chosen = tuple(zoo.variants if variants is None else variants)
+    if not chosen:
+        raise LabUsageError("selftest: no variant to run")
+    started = time.monotonic()
+    rows: list[SelftestRow] = []
+
+    def add(row: SelftestRow) -> None:
+        rows.append(row)
+        if progress is not None:
+            progress(row)
+
+    try:
+        if quick:
+            # Single cases: run the variants side by side, `jobs` at a time.
+            calls = [partial(_quick_variant, v, workdir / v.name) for v in chosen]
+            for row in _in_parallel(calls, jobs):
+                add(row)
+        else:
+            for variant in chosen:
+                if variant.explore:
+                    add(_explore_variant(variant, jobs, workdir / variant.name))
+        for variant in chosen:
+            # --quick: a variant's quick cases stand for its fuzz campaign too.
+            if variant.fuzz_examples is not None and not quick:
+                where = workdir / "fuzz" / variant.name
+                add(_fuzz_row(variant.name, variant.expect, variant.scenarios, _target(variant),
+                              variant.fuzz_examples, variant.timeout, where, jobs))  # fmt: skip
+        add(_reference_row(chosen, quick=quick, jobs=jobs, workdir=workdir / "reference",
+                           spawn=spawn, timeout=timeout))  # fmt: skip
+        examples = zoo.reference_fuzz_quick_examples if quick else zoo.reference_fuzz_examples
+        if examples is not None:
+            add(_fuzz_row(REFERENCE, (), [api.bundled_scenarios()], None, examples, timeout,
+                          workdir / "fuzz" / "reference", jobs))  # fmt: skip
+    except BaseException:
+        kill_all()  # interrupted or broken: no child may outlive us
+        raise
+    return SelftestResult(tuple(rows), quick, time.monotonic() - started, str(zoo.path))
+
+
+def _configurations(chosen: Sequence[ZooVariant]) -> list[tuple[str | None, str]]:
+    """(backend, drive) pairs the reference runtime is checked under: the default
+    one, and each one a chosen variant runs with (a false alarm on SQLite or over
+    ACP would make those variants' detections worthless too)."""
+    return list(dict.fromkeys([(None, "classic"), *((v.backend, v.drive) for v in chosen)]))
+
+
+def _reference_row(
+    chosen: Sequence[ZooVariant], *, quick: bool, jobs: int, workdir: Path, spawn: str,
+    timeout: float,
+) -> SelftestRow:  # fmt: skip
+    started = time.monotonic()
+    results: list[CaseResult] = []
+    if quick:
+        # The reference runtime at exactly the cases that catch the chosen
+        # variants, on their backend and drive.
+        cases = list(dict.fromkeys((c, v.backend, v.drive) for v in chosen for c in v.quick))
+        results = _in_parallel(
+            [partial(_quick_case, case, None, timeout, workdir / str(i), spawn, backend, drive)
+             for i, (case, backend, drive) in enumerate(cases)],
+            jobs,
+        )  # fmt: skip
+    else:
+        # Every bundled scenario under every fault, in every configuration.
+        for number, (backend, drive) in enumerate(_configurations(chosen)):
+            explored = api.explore_paths(
+                [api.bundled_scenarios()], jobs=jobs, timeout=timeout,
+                workdir=workdir / str(number), spawn=spawn,
+                faults=api.parse_faults("all", drive=drive), backend=backend, drive=drive,
+            )  # fmt: skip
+            # A fault a backend cannot be tested with is listed by explore, not failed.
+            results += [r for r in explored.results if r.verdict != "unsupported"]
+    stage: Stage = "quick" if quick else "explore"
+    return judge_reference(results, stage=stage, seconds=time.monotonic() - started)

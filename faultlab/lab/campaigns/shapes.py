@@ -1,0 +1,244 @@
+# The shapes of generated scenarios (behind `faultlab.strategies`).
+#
+# Owns what a random scenario may look like so that a correct runtime
+# recovers it with every guarantee held, and so that two runs of it reach the
+# same boundaries in the same order:
+# - parallel-safe tools sleep 0 or 30 ms (well separated, so the finishing
+#   order of a parallel group does not depend on the machine's load) and make
+#   no nested calls; other tools sleep 0-2 ms; the pool is large enough that
+#   no call of a group with a sleeper waits for a slot;
+# - nested calls only go to tools defined earlier (no cycles);
+# - observer tools (read-only, `observes`) verify a non-idempotent tool;
+# - a careful model branches after repair: it verifies an unknown outcome of a
+#   non-idempotent call with its observer, retries a call that never started
+#   (same arguments) or an unknown outcome of a safe-to-retry one, and answers
+#   a failed tool in text.  It never retries what may have happened, which
+#   would duplicate an effect through the model's fault, not the runtime's.
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+from hypothesis import strategies as st
+
+from faultlab.lab.campaigns.dryrun import DryRuns, GeneratedCase, applicable_cases
+from faultlab.scenario import (
+    Branch,
+    Effect,
+    NestedCall,
+    Policy,
+    Scenario,
+    Step,
+    ToolCallSpec,
+    ToolSpec,
+    Turn,
+)
+from faultlab.scenario.parse import chunk_text
+
+__all__ = ["Limits", "cases_on", "scenario_shapes"]
+
+_WORDS = (
+    "ok", "done", "checking", "the", "order", "was", "charged", "now", "naïve", "café",
+    'say "hi"', "back\\slash", "tab\there", "new\nline", "😀",
+)  # fmt: skip
+_ARG_KEYS = ("id", "amount", "to", "mode")
+_PARALLEL_LATENCIES = (0, 30)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_turns: int
+    max_steps: int
+    max_tools: int
+    max_calls: int
+    policies: tuple[str, ...]
+    careful: bool | None
+    name: str
+
+
+_texts = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5).map(" ".join)
+_arguments = st.dictionaries(
+    st.sampled_from(_ARG_KEYS),
+    st.one_of(
+        st.integers(-100, 1000),
+        st.sampled_from(_WORDS),
+        st.booleans(),
+        st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False),
+    ),
+    max_size=2,
+)
+
+
+@st.composite
+def _chunks(draw: st.DrawFn) -> tuple[str, ...]:
+    text = draw(_texts)
+    mode = draw(st.sampled_from(("words", "size", "count")))
+    if mode == "size":
+        return chunk_text(text, chunk_size=draw(st.integers(1, 8)))
+    if mode == "count":
+        return chunk_text(text, chunks=draw(st.integers(1, 4)))
+    return chunk_text(text)
+
+
+def _kind(spec: ToolSpec) -> str:
+    if spec.read_only:
+        return "read"
+    if spec.effect == "ledger":
+        return "put" if spec.idempotent else "write"
+    return "ping"
+
+
+@st.composite
+def _tools(draw: st.DrawFn, limits: Limits) -> tuple[ToolSpec, ...]:
+    tools: list[ToolSpec] = []
+    for index in range(draw(st.integers(0, limits.max_tools))):
+        read_only = draw(st.booleans())
+        parallel_safe = draw(st.booleans())
+        effect: Effect = "none" if read_only else draw(st.sampled_from(("ledger", "none")))
+        latency = draw(st.sampled_from(_PARALLEL_LATENCIES) if parallel_safe else st.integers(0, 2))
+        calls: list[ToolCallSpec] = []
+        if tools and not parallel_safe:
+            calls = draw(st.lists(
+                st.builds(ToolCallSpec, st.sampled_from([t.name for t in tools]), _arguments),
+                max_size=2,
+            ))  # fmt: skip
+        spec = ToolSpec(
+            name="", read_only=read_only, idempotent=draw(st.booleans()),
+            parallel_safe=parallel_safe, accepts_idempotency_key=draw(st.booleans()),
+            effect=effect, latency_ms=latency, result=draw(_texts), fails=draw(st.booleans()),
+        )  # fmt: skip
+        nested = tuple(NestedCall(c.tool, c.arguments) for c in calls)
+        tools.append(_named(spec, f"{_kind(spec)}{index}", calls=nested))
+    for spec in list(tools):
+        if spec.effect == "ledger" and not spec.idempotent:
+            observer = ToolSpec(
+                name=f"verify_{spec.name}", read_only=True, result="checked",
+                observes=spec.name,
+            )  # fmt: skip
+            tools.append(observer)
+    return tuple(tools)
+
+
+def _named(spec: ToolSpec, name: str, **changes: Any) -> ToolSpec:
+    return replace(spec, name=name, **changes)
+
+
+@st.composite
+def _tool_step(draw: st.DrawFn, tools: Sequence[ToolSpec], limits: Limits) -> Step:
+    callable_tools = [t.name for t in tools if t.observes is None]
+    calls = draw(st.lists(
+        st.builds(ToolCallSpec, st.sampled_from(callable_tools), _arguments),
+        min_size=1, max_size=limits.max_calls,
+    ))  # fmt: skip
+    chunks = draw(_chunks()) if draw(st.booleans()) else ()
+    return Step(chunks=chunks, tool_calls=tuple(calls), delay_ms=draw(st.integers(0, 1)))
+
+
+def _candidate_branches(previous: Step, tools: dict[str, ToolSpec]) -> list[Branch]:
+    """Branches a careful model may take after `previous` (see the top comment)."""
+    found: list[Branch] = []
+    seen: set[str] = set()
+    for call in previous.tool_calls:
+        if call.tool in seen:
+            continue
+        seen.add(call.tool)
+        spec = tools[call.tool]
+        observers = [t for t in tools.values() if t.observes == call.tool]
+        if observers:
+            verify = ToolCallSpec(observers[0].name)
+            found.append(Branch("TOOL_OUTCOME_UNKNOWN", call.tool,
+                                chunk_text("Verifying first."), (verify,)))  # fmt: skip
+        elif spec.safe_to_retry:
+            found.append(Branch("TOOL_OUTCOME_UNKNOWN", call.tool,
+                                chunk_text("Retrying, it is safe."), (call,)))  # fmt: skip
+        found.append(Branch("TOOL_NOT_STARTED", call.tool, chunk_text("Trying again."), (call,)))
+        if spec.fails:
+            found.append(Branch("TOOL_FAILED", call.tool, chunk_text("The tool failed."), ()))
+    return found
+
+
+def _verifies(branch: Branch, tools: dict[str, ToolSpec]) -> bool:
+    return any(tools[call.tool].observes is not None for call in branch.tool_calls)
+
+
+@st.composite
+def _turn(draw: st.DrawFn, tools: tuple[ToolSpec, ...], careful: bool, limits: Limits) -> Turn:
+    user = draw(_texts)
+    steps: list[Step] = []
+    if any(t.observes is None for t in tools):
+        count = draw(st.integers(0, limits.max_steps - 1))
+        steps = [draw(_tool_step(tools, limits)) for _ in range(count)]
+    steps.append(Step(chunks=draw(_chunks())))
+    if careful:
+        by_name = {t.name: t for t in tools}
+        for index in range(1, len(steps)):
+            candidates = _candidate_branches(steps[index - 1], by_name)
+            # A careful model always verifies; the other branches are drawn.
+            chosen = tuple(b for b in candidates if _verifies(b, by_name) or draw(st.booleans()))
+            if chosen:
+                steps[index] = Step(steps[index].chunks, steps[index].tool_calls,
+                                    steps[index].delay_ms, branches=chosen)  # fmt: skip
+        last = steps[-1]
+        if any(b.tool_calls for b in last.branches):
+            steps.append(Step(chunks=chunk_text("Checked.")))
+    return Turn(user=user, steps=tuple(steps))
+
+
+@st.composite
+def _scenario(draw: st.DrawFn, limits: Limits) -> Scenario:
+    tools = draw(_tools(limits))
+    careful = draw(st.booleans()) if limits.careful is None else limits.careful
+    turns = tuple(
+        draw(_turn(tools, careful, limits)) for _ in range(draw(st.integers(1, limits.max_turns)))
+    )
+    return Scenario(
+        name=limits.name,
+        description=("careful" if careful else "careless") + " model, generated by faultlab",
+        path="<generated>",
+        turns=turns,
+        tools=tools,
+        policy=cast(Policy, draw(st.sampled_from(limits.policies))),
+        max_parallel_tools=max(draw(st.integers(1, 4)), _unqueued(turns, tools)),
+    )
+
+
+def _unqueued(turns: Sequence[Turn], tools: Sequence[ToolSpec]) -> int:
+    """The pool size that starts every call of a parallel group with a sleeping
+    tool at once: a call queued behind a sleeping one would make its own
+    checkpoint flush race the sleeper's timer (the order of their boundaries
+    would depend on how long fsync takes)."""
+    by_name = {t.name: t for t in tools}
+    needed = 1
+    for step in (step for turn in turns for step in turn.steps):
+        contents: list[Step | Branch] = [step, *step.branches]
+        for content in contents:
+            group: list[ToolSpec] = []
+            for call in (*content.tool_calls, None):
+                spec = by_name[call.tool] if call is not None else None
+                if spec is not None and spec.parallel_safe:
+                    group.append(spec)
+                    continue
+                if any(t.latency_ms for t in group):
+                    needed = max(needed, len(group))
+                group = []
+    return needed
+
+
+def scenario_shapes(limits: Limits) -> st.SearchStrategy[Scenario]:
+    return _scenario(limits)
+
+
+def cases_on(
+    runs: DryRuns, scenarios: st.SearchStrategy[Scenario], faults: Sequence[str]
+) -> st.SearchStrategy[GeneratedCase]:
+    """A scenario, its dry run on `runs`' target, one applicable case."""
+
+    @st.composite
+    def generated(draw: st.DrawFn) -> GeneratedCase:
+        scenario = draw(scenarios)
+        reference = runs.reference(scenario)
+        case = draw(st.sampled_from(applicable_cases(reference, faults)))
+        return GeneratedCase(scenario, case, reference)
+
+    return generated()

@@ -1,0 +1,87 @@
+# What a campaign runs on, chosen and checked before anything runs: the target
+# (the reference runtime or a command, with its policy and backend), the drive
+# (classic or ACP) and the faults.  Each check raises `LabUsageError`.
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.process.target import Target, check_executable, command_target, reference_target
+from faultlab.lab.read.stores import store_for
+from faultlab.probe import FAULTS
+from faultlab.scenario import POLICIES
+
+__all__ = [
+    "DRIVES",
+    "check_acp_backend",
+    "check_drive",
+    "check_drive_name",
+    "check_fault",
+    "make_target",
+    "parse_faults",
+]
+
+
+def make_target(
+    *, policy: str | None = None, target: Sequence[str] | str | None = None,
+    backend: str | None = None,
+) -> Target:  # fmt: skip
+    if policy is not None and policy not in POLICIES:
+        raise LabUsageError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
+    if backend is not None:
+        store_for(backend)  # an unknown backend is a usage error
+    if target is None:
+        return reference_target(policy, backend)
+    if isinstance(target, str):
+        return command_target(target, policy, backend)
+    if not target:
+        raise LabUsageError("target: empty command")
+    check_executable(target[0])
+    return Target(tuple(target), policy, False, backend)
+
+
+def check_fault(fault: str) -> None:
+    if fault not in FAULTS:
+        raise LabUsageError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
+
+
+DRIVES = ("classic", "acp")
+
+
+def check_drive_name(drive: str) -> None:
+    if drive not in DRIVES:
+        raise LabUsageError(f"unknown drive {drive!r} (drives: {', '.join(DRIVES)})")
+
+
+def check_drive(drive: str, *, backend: str | None = None) -> None:
+    """A usage error unless `drive` is known and can run with `backend`."""
+    check_drive_name(drive)
+    if drive == "acp":
+        check_acp_backend(backend)
+
+
+def check_acp_backend(backend: str | None) -> None:
+    # The ACP agent keeps its sessions in JSONL (docs/acp.md): a backend
+    # asked for with --drive acp would be silently ignored, so it is refused.
+    if backend not in (None, "jsonl"):
+        raise LabUsageError(f"--backend {backend} works with --drive classic only; "
+                            "the ACP agent keeps its sessions in JSONL")  # fmt: skip
+
+
+def parse_faults(text: str, *, drive: str = "classic") -> tuple[str, ...]:
+    """`all`, or a comma-separated list of fault names."""
+    check_drive_name(drive)
+    if drive == "acp":
+        from faultlab.lab.acp.drive import ACP_FAULTS, parse_acp_faults
+
+        if text.strip() == "all":
+            return ACP_FAULTS
+        return parse_acp_faults([n.strip() for n in text.split(",") if n.strip()] or [""])
+    if text.strip() == "all":
+        return FAULTS
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise LabUsageError("--faults: name at least one fault, or 'all'")
+    for name in names:
+        check_fault(name)
+    return names

@@ -1,0 +1,271 @@
+# The zoo registry: the broken runtime variants `faultlab selftest` must
+# catch, read from a TOML file (tests/variants/zoo.toml in a source checkout).
+# Owns the file format, its validation (one-line errors naming file, entry and
+# field) and where the default registry is.  What to do with it is
+# faultlab/lab/campaigns/selftest.py's business.
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from faultlab.lab.campaigns.targets import DRIVES
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.codes import GUARANTEES
+from faultlab.lab.process.target import bundled_scenarios
+from faultlab.probe import FAULTS, ProbeError, parse_occurrence
+from faultlab.scenario import BACKENDS
+
+__all__ = ["QuickCase", "Zoo", "ZooVariant", "default_zoo_path", "load_zoo"]
+
+_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class QuickCase:
+    """One case (scenario, occurrence, fault) where a variant's bug shows."""
+
+    scenario: Path
+    at: str
+    fault: str
+    # run the case twice and compare (faultlab run --check-determinism)
+    check_determinism: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{self.scenario.name}::{self.at}[{self.fault}]"
+
+
+@dataclass(frozen=True, slots=True)
+class ZooVariant:
+    """A broken runtime, the codes the oracle must report for it, and where to look."""
+
+    name: str
+    script: Path
+    bug: str
+    expect: tuple[str, ...]  # every one must be reported by some case
+    scenarios: tuple[Path, ...]  # the smallest set whose exploration catches it
+    faults: tuple[str, ...]
+    quick: tuple[QuickCase, ...]  # what --quick runs: the documented catching cases
+    timeout: float = 60.0
+    fuzz_examples: int | None = None  # a fuzz campaign for the fuzz stage, if any
+    backend: str | None = None  # run with --backend (None: each scenario's own)
+    # False: exhaustive exploration cannot show the bug (it needs a second run of
+    # a case, say): the full selftest judges the variant by its fuzz stage only
+    explore: bool = True
+    drive: str = "classic"  # "acp": the variant is an ACP agent (docs/acp.md)
+
+
+@dataclass(frozen=True, slots=True)
+class Zoo:
+    """A registry file: its variants in file order, and the false-alarm fuzz sizes."""
+
+    path: Path
+    variants: tuple[ZooVariant, ...]
+    reference_fuzz_examples: int | None = None
+    reference_fuzz_quick_examples: int | None = None
+
+    def select(self, names: str | None) -> tuple[ZooVariant, ...]:
+        """The variants named in a comma-separated list (all when None)."""
+        if names is None:
+            return self.variants
+        known = {v.name: v for v in self.variants}
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        if not wanted:
+            raise LabUsageError("--variants: name at least one variant")
+        unknown = [n for n in wanted if n not in known]
+        if unknown:
+            raise LabUsageError(
+                f"--variants: unknown variant(s) {', '.join(unknown)} in {self.path} "
+                f"(variants: {', '.join(known)})"
+            )
+        return tuple(known[n] for n in dict.fromkeys(wanted))
+
+
+def default_zoo_path() -> Path:
+    """tests/variants/zoo.toml of the source checkout faultlab runs from."""
+    path = Path(__file__).resolve().parents[3] / "tests" / "variants" / "zoo.toml"
+    if not path.is_file():
+        raise LabUsageError(
+            f"{path}: no zoo registry here (the zoo lives in a source checkout of faultlab); "
+            "pass --zoo PATH"
+        )
+    return path
+
+
+class _Fields:
+    """Typed access to one table of the file, with errors naming where."""
+
+    def __init__(self, path: Path, where: str, table: Mapping[str, Any], known: set[str]) -> None:
+        self.path, self.where, self.table = path, where, table
+        extra = sorted(set(table) - known)
+        if extra:
+            self.fail(extra[0], f"unknown field (fields: {', '.join(sorted(known))})")
+
+    def fail(self, field: str, problem: str) -> NoReturn:
+        raise LabUsageError(f"{self.path}: {self.where}: field '{field}': {problem}")
+
+    def text(self, field: str) -> str:
+        value = self.table.get(field)
+        if not isinstance(value, str) or not value.strip():
+            self.fail(field, "required, a non-empty string")
+        return str(value)
+
+    def texts(self, field: str) -> tuple[str, ...]:
+        value = self.table.get(field)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            self.fail(field, "required, a non-empty list of strings")
+        return tuple(value)
+
+    def positive(self, field: str, default: float | None) -> float | None:
+        value = self.table.get(field, default)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+        ):
+            self.fail(field, f"must be a positive number, not {value!r}")
+        return value
+
+
+def _acp_faults() -> tuple[str, ...]:
+    # Imported only for an ACP variant: the ACP drive imports the SDK (slow).
+    from faultlab.lab.acp.drive import ACP_FAULTS
+
+    return ACP_FAULTS
+
+
+def _scenario(fields: _Fields, field: str, name: str) -> Path:
+    for base in (bundled_scenarios(), fields.path.parent):
+        candidate = (base / name).resolve()
+        if candidate.is_file():
+            return candidate
+    fields.fail(field, f"no scenario {name!r} among the bundled ones or beside the registry")
+
+
+def _fuzz(fields: _Fields) -> int | None:
+    table = fields.table.get("fuzz")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        fields.fail("fuzz", "must be a table, e.g. { examples = 200 }")
+    inner = _Fields(fields.path, f"{fields.where}: fuzz", table, {"examples"})
+    examples = inner.table.get("examples")
+    if not isinstance(examples, int) or isinstance(examples, bool) or examples < 1:
+        inner.fail("examples", "required, a positive integer")
+    return int(examples)
+
+
+def _variant(path: Path, index: int, table: Any) -> ZooVariant:
+    if not isinstance(table, dict):
+        raise LabUsageError(f"{path}: variant {index}: must be a table")
+    known = {
+        "name", "script", "bug", "expect", "scenarios", "faults", "quick", "timeout", "fuzz",
+        "backend", "drive", "explore",
+    }  # fmt: skip
+    name = table.get("name")
+    fields = _Fields(path, f"variant {name if isinstance(name, str) else index}", table, known)
+    name = fields.text("name")
+    script = (path.parent / str(table.get("script", f"{name}.py"))).resolve()
+    if not script.is_file():
+        fields.fail("script", f"{script} does not exist")
+    expect = fields.texts("expect")
+    for code in expect:
+        if code not in GUARANTEES:
+            fields.fail("expect", f"unknown code {code!r}")
+    scenarios = tuple(_scenario(fields, "scenarios", s) for s in fields.texts("scenarios"))
+    backend = table.get("backend")
+    if backend is not None and backend not in BACKENDS:
+        fields.fail("backend", f"unknown backend {backend!r} (backends: {', '.join(BACKENDS)})")
+    drive = table.get("drive", "classic")
+    if drive not in DRIVES:
+        fields.fail("drive", f"unknown drive {drive!r} (drives: {', '.join(DRIVES)})")
+    # The faults a drive can inject (the ACP drive has its own three).
+    possible = _acp_faults() if drive == "acp" else FAULTS
+    faults_value = table.get("faults", "all")
+    faults: tuple[str, ...] = possible
+    if faults_value == "all":
+        pass
+    else:
+        faults = fields.texts("faults")
+        for fault in faults:
+            if fault not in possible:
+                fields.fail("faults", f"unknown fault {fault!r} (faults: {', '.join(possible)})")
+    quick_value = table.get("quick")
+    if not isinstance(quick_value, list) or not quick_value:
+        fields.fail("quick", "required, a non-empty list of { scenario, at, fault } tables")
+    quick = []
+    for number, item in enumerate(quick_value, start=1):
+        if not isinstance(item, dict):
+            fields.fail("quick", f"entry {number} must be a table")
+        inner = _Fields(path, f"{fields.where}: quick {number}", item,
+                        {"scenario", "at", "fault", "check_determinism"})  # fmt: skip
+        at = inner.text("at")
+        try:
+            boundary, n = parse_occurrence(at)
+        except ProbeError as exc:
+            inner.fail("at", str(exc))
+        fault = str(item.get("fault", "sigkill"))
+        if fault not in possible:
+            inner.fail("fault", f"unknown fault {fault!r} (faults: {', '.join(possible)})")
+        scenario = _scenario(inner, "scenario", inner.text("scenario"))
+        twice = item.get("check_determinism", False)
+        if not isinstance(twice, bool):
+            inner.fail("check_determinism", f"must be true or false, not {twice!r}")
+        quick.append(QuickCase(scenario, f"{boundary}#{n}", fault, twice))
+    timeout = fields.positive("timeout", 60.0)
+    explore = table.get("explore", True)
+    if not isinstance(explore, bool):
+        fields.fail("explore", f"must be true or false, not {explore!r}")
+    fuzz_examples = _fuzz(fields)
+    if not explore and fuzz_examples is None:
+        fields.fail("explore", "false needs a fuzz campaign ({ examples = N }) to judge it")
+    return ZooVariant(
+        name=name,
+        script=script,
+        bug=fields.text("bug"),
+        expect=expect,
+        scenarios=scenarios,
+        faults=tuple(faults),
+        quick=tuple(quick),
+        timeout=float(timeout or 60.0),
+        fuzz_examples=fuzz_examples,
+        backend=backend,
+        drive=drive,
+        explore=explore,
+    )
+
+
+def load_zoo(path: Path) -> Zoo:
+    """Read and validate a zoo registry file."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LabUsageError(f"{path}: no such zoo registry") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LabUsageError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise LabUsageError(f"{path}: invalid TOML: {exc}") from None
+    top = _Fields(path, "top level", raw, {"format", "variant", "reference"})
+    if raw.get("format") != _FORMAT:
+        top.fail("format", f"must be {_FORMAT}, not {raw.get('format')!r}")
+    entries = raw.get("variant")
+    if not isinstance(entries, list) or not entries:
+        top.fail("variant", "required, at least one [[variant]] table")
+    variants = tuple(_variant(path, i, t) for i, t in enumerate(entries, start=1))
+    seen: set[str] = set()
+    for variant in variants:
+        if variant.name in seen:
+            raise LabUsageError(f"{path}: variant {variant.name}: the name is used twice")
+        seen.add(variant.name)
+    reference = raw.get("reference", {})
+    if not isinstance(reference, dict):
+        top.fail("reference", "must be a table")
+    ref = _Fields(path, "reference", reference, {"fuzz_examples", "fuzz_quick_examples"})
+    full, quick = (ref.positive(f, None) for f in ("fuzz_examples", "fuzz_quick_examples"))
+    return Zoo(
+        path=path,
+        variants=variants,
+        reference_fuzz_examples=None if full is None else int(full),
+        reference_fuzz_quick_examples=None if quick is None else int(quick),
+    )

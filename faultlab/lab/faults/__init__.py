@@ -1,0 +1,74 @@
+# How a target is hurt: the crash phase and SIGKILL, the live faults (io-error,
+# cancellation, graceful stop, crash in repair, second writer), power loss and
+# torn writes derived offline, and corruption of the committed log.
+from __future__ import annotations
+
+from faultlab.lab.faults.corruption import (
+    CORRUPT_FAULT,
+    Damage,
+    damage_committed_line,
+    plan_corrupt_cases,
+    run_corrupt_case,
+)
+from faultlab.lab.faults.live import (
+    LIVE_FAULTS,
+    plan_fault_cases,
+    run_fault_case,
+)
+from faultlab.lab.faults.powerloss import (
+    OFFLINE_CODES,
+    PAGE,
+    POWER_FAULTS,
+    CrashState,
+    FileState,
+    UnsupportedTrace,
+    check_state,
+    derive_states,
+    file_states,
+    offline_rate,
+    plan_power_cases,
+    representative,
+    run_power_case,
+    states_at,
+    unsupported,
+)
+from faultlab.lab.faults.sigkill import (
+    Act,
+    CrashPhase,
+    ExtraChecks,
+    crash_phase,
+    recover,
+    run_case,
+)
+
+__all__ = [
+    "CORRUPT_FAULT",
+    "LIVE_FAULTS",
+    "OFFLINE_CODES",
+    "PAGE",
+    "POWER_FAULTS",
+    "Act",
+    "CrashPhase",
+    "CrashState",
+    "Damage",
+    "ExtraChecks",
+    "FileState",
+    "UnsupportedTrace",
+    "check_state",
+    "crash_phase",
+    "damage_committed_line",
+    "derive_states",
+    "file_states",
+    "offline_rate",
+    "plan_corrupt_cases",
+    "plan_fault_cases",
+    "plan_power_cases",
+    "recover",
+    "representative",
+    "run_case",
+    "run_corrupt_case",
+    "run_fault_case",
+    "run_power_case",
+    "states_at",
+    "unsupported",
+]

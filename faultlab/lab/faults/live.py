@@ -1,0 +1,214 @@
+# The faults beyond SIGKILL that need a live child: where each is injected
+# (which boundary occurrences make cases), how (what the lab does while the
+# child is parked), and the guarantees only they can break:
+#   io-error              the next flush fails (EIO)          G9 fail-closed
+#   cancel-in-checkpoint  SIGTERM while a tool checkpoint is pending: the
+#                         call is ABORTED_BEFORE_DISPATCH, its body never runs
+#   sigterm               graceful stop                       G10 graceful close
+#   crash-in-repair       SIGKILL of the resumed child at each write of its
+#                         repair; the next load converges     G8
+#   second-writer         a second writer on the live session is refused and
+#                         the log never forks                 SEQ_FORK
+# power-loss and torn-write are derived offline (faultlab/lab/faults/powerloss.py).
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from faultlab.lab.faults.sigkill import run_case
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.oracle.checks import event_key
+from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.live import check_aborted, check_fail_closed, check_graceful_close
+from faultlab.lab.process.reference import (
+    LabOptions,
+    Reference,
+    make_child,
+    run_to_exit,
+    slug,
+    store_of,
+)
+from faultlab.lab.process.spawn import Child, ChildHung
+from faultlab.lab.process.target import session_files
+from faultlab.lab.read.jsonl import LogView
+
+__all__ = ["LIVE_FAULTS", "plan_fault_cases", "run_fault_case"]
+
+# fault -> the boundaries whose every occurrence is a case
+_WHERE: dict[str, tuple[str, ...]] = {
+    "io-error": ("request/logged", "tool/logged", "step/logged", "turn/logged"),
+    "cancel-in-checkpoint": ("tool/logged",),
+    "sigterm": (
+        "turn/started", "request/logged", "request/durable", "model/chunk",
+        "assistant/recorded", "tool/logged", "tool/durable", "tool/effect", "tool/returned",
+        "step/logged", "step/durable", "turn/logged", "turn/durable",
+    ),
+    "crash-in-repair": ("request/durable", "tool/durable", "tool/effect"),
+    "second-writer": ("request/durable", "tool/durable"),
+}  # fmt: skip
+LIVE_FAULTS = tuple(_WHERE)
+# Where the resumed child is killed while it commits its repair.
+_REPAIR_POINTS = ("repair/logged#1", "flush/written#1", "repair/durable#1")
+
+
+def plan_fault_cases(reference: Reference, fault: str) -> list[Case]:
+    """Every occurrence where `fault` applies, in trace order."""
+    wanted = _WHERE[fault]
+    cases = []
+    for message in reference.boundaries:
+        if message["boundary"] not in wanted:
+            continue
+        if message.get("parentCallId") is not None:
+            continue  # nested calls have no checkpoint of their own
+        cases.append(Case(reference.scenario_path, f"{message['boundary']}#{message['n']}", fault))
+    return cases
+
+
+def _signal(signum: int) -> Callable[[Child], bool]:
+    def act(child: Child) -> bool:
+        child.signal(signum)
+        return False
+
+    return act
+
+
+def _io_error(child: Child) -> bool:
+    child.reply("fail-next-flush", op="write", errno="EIO")
+    return False
+
+
+def run_fault_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    if case.fault == "io-error":
+        return run_case(case, reference, options, act=_io_error, checks=check_fail_closed)
+    if case.fault == "sigterm":
+        return run_case(
+            case, reference, options, act=_signal(signal.SIGTERM), checks=check_graceful_close
+        )
+    if case.fault == "cancel-in-checkpoint":
+        message = _occurrence(reference, case.occurrence)
+        act = _signal(signal.SIGTERM)
+        return run_case(case, reference, options, act=act, checks=check_aborted(message["callId"]))
+    if case.fault == "crash-in-repair":
+        return _crash_in_repair(case, reference, options)
+    if case.fault == "second-writer":
+        return _second_writer(case, reference, options)
+    raise ValueError(f"not a live fault: {case.fault}")
+
+
+def _occurrence(reference: Reference, occurrence: str) -> dict[str, Any]:
+    name, _, n = occurrence.partition("#")
+    return next(m for m in reference.boundaries
+                if m["boundary"] == name and m["n"] == int(n))  # fmt: skip
+
+
+def _normal(view: LogView) -> list[tuple[int, str, bytes]]:
+    return [event_key(event) for event in view.events]  # the oracle's event identity
+
+
+def _crash_in_repair(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    """Kill at the occurrence, then kill the resumed child at every write of its
+    repair; every interrupted repair must converge on the uninterrupted one."""
+    started = time.monotonic()
+    # Its own work directory: the real [sigkill] case of this occurrence may
+    # be running at the same time under --jobs.
+    base_options = dataclasses.replace(options, workdir=options.workdir / "repair-base")
+    base = run_case(Case(case.scenario, case.occurrence, "sigkill"), reference, base_options)
+    if base.verdict != "pass" or "crashed" not in base.artifacts:
+        return CaseResult(case, base.verdict, base.violations, time.monotonic() - started,
+                          base.detail, base.artifacts)  # fmt: skip
+    where = options.workdir / "cases" / slug(case.id)
+    store = store_of(options, reference.scenario)
+    crashed = Path(base.artifacts["crashed"]).read_bytes()
+    uninterrupted = store.parse(Path(base.artifacts["repaired"]).read_bytes(), "repaired")
+    violations: list[Violation] = []
+    for point in _REPAIR_POINTS:
+        session = where / point.replace("/", "_").replace("#", "_") / "session"
+        shutil.rmtree(session.parent, ignore_errors=True)
+        session.mkdir(parents=True)
+        store.put(session, crashed)
+        _copy_ledger(Path(base.artifacts["dir"]) / "session", session)
+        killer = make_child(options, case.scenario, session, "repair", "killed", armed=point)
+        try:
+            with killer:
+                if killer.run_until_parked_or_exit(options.timeout) is None:
+                    killer.wait(options.timeout)
+                    continue  # this repair has no such write: nothing to interrupt
+                killer.kill()
+                killer.wait(options.timeout)
+            run_to_exit(make_child(options, case.scenario, session, "repair", "again"),
+                         options.timeout)  # fmt: skip
+        except ChildHung as hung:
+            violations.append(Violation("CHILD_HUNG", f"repair killed at {point}: {hung}"))
+            continue
+        converged = store.view(session)
+        if _normal(converged) != _normal(uninterrupted):
+            violations.append(Violation(
+                "REPAIR_NOT_IDEMPOTENT",
+                f"a repair killed at {point} converged on {len(converged.events)} event(s), "
+                f"not on the {len(uninterrupted.events)} of an uninterrupted repair",
+                {"killedAt": point, "events": len(converged.events),
+                 "expected": len(uninterrupted.events)},
+            ))  # fmt: skip
+    return CaseResult(case, "fail" if violations else "pass", tuple(violations),
+                      time.monotonic() - started, "", {"dir": str(where)})  # fmt: skip
+
+
+def _copy_ledger(source: Path, session: Path) -> None:
+    _log, ledger = session_files(source)
+    if ledger.exists():
+        shutil.copy2(ledger, session / ledger.name)
+
+
+def _second_writer(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    """While the target is parked mid-run, a second writer opens the session."""
+    started = time.monotonic()
+    where = options.workdir / "cases" / slug(case.id)
+    shutil.rmtree(where, ignore_errors=True)
+    session = where / "session"
+    store = store_of(options, reference.scenario)
+    violations: list[Violation] = []
+    first = make_child(options, case.scenario, session, "run", "first", armed=case.occurrence)
+    try:
+        with first:
+            if first.run_until_parked_or_exit(options.timeout) is None:
+                first.wait(options.timeout)
+                return CaseResult(case, "drift", (Violation("DRIFT", "never parked"),))
+            before = store.take(session)
+            second = make_child(options, case.scenario, session, "resume", "second")
+            status = run_to_exit(second, options.timeout)
+            after = store.take(session)
+            if status.returncode == 0 or after != before:
+                violations.append(Violation(
+                    "SEQ_FORK",
+                    f"a second writer on the live session exited {status.returncode} and "
+                    + ("changed the log" if after != before else "was not refused"),
+                    {"status": status.returncode, "changed": after != before},
+                ))  # fmt: skip
+            first.reply("continue")
+            while first.run_until_parked_or_exit(options.timeout) is not None:
+                first.reply("continue")
+            done = first.wait(options.timeout)
+    except ChildHung as hung:
+        return CaseResult(case, "hung", (Violation("CHILD_HUNG", str(hung)),),
+                          time.monotonic() - started)  # fmt: skip
+    final = store.view(session)
+    forked = [p for p in final.problems if p.code in ("SEQ_GAP", "SEQ_DUPLICATE")]
+    if forked or _normal(final) != _normal(reference.log):
+        violations.append(Violation(
+            "SEQ_FORK",
+            "after a second writer, the session log is not the one a single writer writes"
+            + (f": {forked[0].message}" if forked else ""),
+            {"problems": [p.message for p in forked]},
+        ))  # fmt: skip
+    if done.returncode != 0:
+        violations.append(Violation(
+            "SEQ_FORK", f"the first writer exited {done.returncode} after the second one tried",
+            {"status": done.returncode},
+        ))  # fmt: skip
+    return CaseResult(case, "fail" if violations else "pass", tuple(violations),
+                      time.monotonic() - started, "", {"dir": str(where)})  # fmt: skip

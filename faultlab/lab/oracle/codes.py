@@ -1,0 +1,103 @@
+# The oracle's codes: every stable violation code with its guarantee and what
+# it means for a person who must act on it, and the violation value that
+# carries one code with its evidence.
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["GUARANTEES", "Violation", "explain"]
+
+# code -> (guarantee, what it means for a person who must act on it)
+GUARANTEES: dict[str, tuple[str, str]] = {
+    "REQUEST_ENVELOPE_LOST": (
+        "G1",
+        "a request reached the model but its request/header was not durable",
+    ),
+    "TOOL_INTENT_LOST": ("G2", "a tool body started but its tool/call was not durable"),
+    "REPAIR_MISCLASSIFIED": (
+        "G3",
+        "crash repair answered a call with the wrong class (or cited the wrong seq)",
+    ),
+    "SETTLED_STEP_LOST": ("G4", "events of a completed flush were missing after the crash"),
+    "COMPLETED_TURN_LOST": ("G4", "a completed turn was missing after the crash"),
+    "LOG_NOT_PREFIX": ("G5", "the recovered log is not a prefix of what was appended"),
+    "SEQ_GAP": ("G5", "the recovered log skips a seq"),
+    "SEQ_DUPLICATE": ("G5", "the recovered log repeats a seq"),
+    "CORRUPT_COMMITTED_LOG": ("G5", "a committed line of the recovered log cannot be read"),
+    "UNSAFE_RETRY_GUIDANCE": (
+        "G6",
+        "repair told the model a retry is safe for a tool that is not idempotent",
+    ),
+    "SIDE_EFFECT_DUPLICATED": ("G6", "a non-idempotent effect was applied twice after resume"),
+    "PROVIDER_INVALID_HISTORY": (
+        "G7",
+        "the repaired history breaks the tool-call pairing rules model APIs enforce",
+    ),
+    "REPAIR_NOT_IDEMPOTENT": ("G8", "repairing an already repaired log changed it"),
+    "DISPATCH_AFTER_FAILED_CHECKPOINT": ("G9", "work was dispatched after a failed checkpoint"),
+    "DISPATCH_AFTER_CANCEL": (
+        "G9",
+        "a tool body started although cancellation landed during its checkpoint",
+    ),
+    "SEQ_FORK": ("G5", "a second writer was not refused, or the session's seqs forked"),
+    "CORRUPTION_IGNORED": (
+        "G5",
+        "the target loaded a log with a corrupt committed line instead of refusing it",
+    ),
+    "FAULT_NOT_INJECTED": ("lab", "the fault was armed but never took effect in the target"),
+    "GRACEFUL_CLOSE_MISSING": ("G10", "a graceful stop did not persist its closing events"),
+    "ACP_REPLAY_MISMATCH": (
+        "ACP",
+        "session/load showed the client a conversation other than the repaired log's",
+    ),
+    "GUIDANCE_NOT_DELIVERED": (
+        "ACP",
+        "the first model request after TOOL_OUTCOME_UNKNOWN lacked the logged retry guidance",
+    ),
+    "CANCEL_NOT_PERSISTED": (
+        "ACP",
+        "after session/cancel a tool call stayed open for the client or the log lacks the "
+        "real closing events",
+    ),
+    "BOUNDARY_NOT_REACHED": ("coverage", "a boundary the scenario declares was never reached"),
+    "EXPECTATION_FAILED": ("expect", "a per-boundary expectation of the scenario did not hold"),
+    "RESUME_FAILED": ("recovery", "the target could not repair or resume the crashed session"),
+    "NONDETERMINISTIC": (
+        "lab",
+        "two runs of the same case differed (log, ledger or trace, times and ids normalised): "
+        "the target depends on the clock, randomness or scheduling",
+    ),
+    "DRIFT": ("lab", "the crash run did not reach its kill point the way the reference did"),
+    "CHILD_HUNG": ("lab", "the target neither reached its kill point nor exited in time"),
+    "REFERENCE_FAILED": ("lab", "the fault-free run of the scenario did not complete"),
+    "FAULT_UNSUPPORTED": (
+        "lab",
+        "the target does not report the write facts and flush/written boundary this fault needs",
+    ),
+}
+
+
+def explain(code: str) -> str:
+    return GUARANTEES.get(code, ("?", code))[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken guarantee, with its evidence."""
+
+    code: str
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def guarantee(self) -> str:
+        return GUARANTEES.get(self.code, ("?", ""))[0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "guarantee": self.guarantee,
+            "message": self.message,
+            "evidence": self.evidence,
+        }

@@ -1,0 +1,88 @@
+# How the lab runs a target: real child processes in their own groups (exec'd
+# or forked), the target command line, scratch directories, the child's
+# environment, and the fault-free reference run every case is compared with.
+from __future__ import annotations
+
+from faultlab.lab.process.forkserver import (
+    ForkedProcess,
+    ForkServer,
+    ForkServerError,
+    shared_server,
+    shared_servers,
+)
+from faultlab.lab.process.reference import (
+    LabOptions,
+    Reference,
+    drift,
+    make_child,
+    normalized,
+    read_bytes,
+    read_ledger,
+    run_reference,
+    run_to_exit,
+    slug,
+    store_of,
+    usable_cpus,
+    write_trace,
+)
+from faultlab.lab.process.scratch import (
+    MIN_RAM_FREE,
+    RAM_DIRS,
+    scratch_root,
+)
+from faultlab.lab.process.spawn import (
+    Child,
+    ChildExit,
+    ChildHung,
+    kill_all,
+    signal_group,
+    trimmed_environment,
+)
+from faultlab.lab.process.target import (
+    LEDGER_NAME,
+    LOG_NAME,
+    Mode,
+    Target,
+    bundled_scenarios,
+    check_executable,
+    command_target,
+    reference_target,
+)
+
+__all__ = [
+    "LEDGER_NAME",
+    "LOG_NAME",
+    "MIN_RAM_FREE",
+    "RAM_DIRS",
+    "Child",
+    "ChildExit",
+    "ChildHung",
+    "ForkServer",
+    "ForkServerError",
+    "ForkedProcess",
+    "LabOptions",
+    "Mode",
+    "Reference",
+    "Target",
+    "bundled_scenarios",
+    "check_executable",
+    "command_target",
+    "drift",
+    "kill_all",
+    "make_child",
+    "normalized",
+    "read_bytes",
+    "read_ledger",
+    "reference_target",
+    "run_reference",
+    "run_to_exit",
+    "scratch_root",
+    "shared_server",
+    "shared_servers",
+    "signal_group",
+    "slug",
+    "store_of",
+    "trimmed_environment",
+    "usable_cpus",
+    "write_trace",
+]

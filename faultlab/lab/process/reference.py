@@ -1,0 +1,234 @@
+# The options every run of a target shares, how one child of a case is made
+# (exec'd or forked), and the reference (fault-free) run of a scenario that
+# every case is compared with: its boundary trace, log and world ledger, and
+# whether a later run followed the same path (`drift`).
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.process.forkserver import ForkServer, shared_server
+from faultlab.lab.process.spawn import Child, ChildExit, ChildHung
+from faultlab.lab.process.target import Mode, Target, session_files
+from faultlab.lab.read.jsonl import LogView
+from faultlab.lab.read.stores import LogStore, store_for
+from faultlab.scenario import Scenario
+
+__all__ = [
+    "LabOptions",
+    "Reference",
+    "drift",
+    "make_child",
+    "normalized",
+    "read_bytes",
+    "read_ledger",
+    "run_reference",
+    "run_to_exit",
+    "slug",
+    "store_of",
+    "usable_cpus",
+    "write_trace",
+]
+
+# Facts that differ between two runs of the same scenario (paths, byte
+# counts that depend on timestamps) and do not describe the state reached.
+_VOLATILE = frozenset({"file", "size", "offset", "bytes", "parked", "keptIn", "dir"})
+
+
+@dataclass(frozen=True, slots=True)
+class LabOptions:
+    """How cases are run."""
+
+    target: Target
+    workdir: Path
+    timeout: float = 60.0
+    # "fork": children of the reference runtime come from a fork server;
+    # "exec": a fresh interpreter per child (the fidelity reference).  A
+    # --target command is always exec'd.
+    spawn: str = "fork"
+    # With spawn "fork": how many children the fork server keeps forked ahead
+    # of the requests (None: its default; 0: it forks when asked).
+    fork_ahead: int | None = None
+    # With spawn "fork": whether the children forked ahead warm up while they
+    # wait, which pays only on a core that would otherwise idle (None: yes,
+    # unless an exploration runs more cases at once than there are CPUs;
+    # see `for_jobs`).
+    fork_warm: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.spawn not in ("fork", "exec"):
+            raise LabUsageError(f"spawn must be 'fork' or 'exec', not {self.spawn!r}")
+        if self.fork_ahead is not None and (
+            type(self.fork_ahead) is not int or self.fork_ahead < 0
+        ):
+            raise LabUsageError(f"fork_ahead must be an integer >= 0, not {self.fork_ahead!r}")
+        if self.fork_warm is not None and type(self.fork_warm) is not bool:
+            raise LabUsageError(f"fork_warm must be True, False or None, not {self.fork_warm!r}")
+
+    def for_jobs(self, jobs: int) -> LabOptions:
+        """These options for `jobs` cases at a time: unless `fork_warm` says,
+        the children forked ahead warm up unless there are more jobs than
+        CPUs.  Measured on 2 cores, warm vs cold: --jobs 2 took the same
+        time (its cases leave a core idle while they wait on scripted
+        latencies) for 5% more CPU; --jobs 4 took 14% more time."""
+        if self.fork_warm is not None:
+            return self
+        return replace(self, fork_warm=jobs <= usable_cpus())
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """The fault-free run of a scenario: the baseline of every case."""
+
+    scenario: Scenario
+    scenario_path: str
+    trace: tuple[dict[str, Any], ...]
+    log: LogView
+    ledger: tuple[dict[str, Any], ...]
+    returncode: int
+    log_bytes: bytes  # the whole log file as the fault-free run left it
+    stderr: str
+    hung: bool = False
+    backend: str = "jsonl"  # the persistence backend the run used
+
+    @property
+    def boundaries(self) -> list[dict[str, Any]]:
+        return [m for m in self.trace if "boundary" in m]
+
+    @property
+    def occurrences(self) -> list[str]:
+        return [f"{m['boundary']}#{m['n']}" for m in self.boundaries]
+
+
+def usable_cpus() -> int:
+    """How many CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+
+
+def read_ledger(path: Path) -> tuple[dict[str, Any], ...]:
+    """World-ledger records; a torn or foreign line is skipped (it was never applied)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ()
+    records = []
+    for line in data.split(b"\n"):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return tuple(records)
+
+
+def store_of(options: LabOptions, scenario: Scenario) -> LogStore:
+    """The backend a case runs on: the run's --backend, else the scenario's."""
+    return store_for(options.target.backend or scenario.backend)
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def run_to_exit(child: Child, timeout: float, *, early: bool = False) -> ChildExit:
+    """Run `child` to its exit; with `early`, a forked child may be let go
+    before it is reaped (see `Child.wait`): the caller settles it."""
+    with child:
+        parked = child.run_until_parked_or_exit(timeout)
+        if parked is not None:  # nothing is armed, so only a confused target parks
+            child.reply("continue")
+            child.run_until_parked_or_exit(timeout)
+        return child.wait(timeout, early=early)
+
+
+def make_child(
+    options: LabOptions, scenario: str, session: Path, mode: Mode, name: str,
+    armed: str | None = None, after: int | None = None,
+) -> Child:  # fmt: skip
+    argv = options.target.argv(scenario, session, mode)
+    stderr = session.parent / f"{name}.stderr"
+    session.parent.mkdir(parents=True, exist_ok=True)
+    if not options.target.reference:
+        # the user's cwd, as typed
+        return Child(argv, stderr_path=stderr, armed=armed, after=after)
+    # The reference runtime runs in its case directory (scenario paths are
+    # absolute), which also tells whose a process is when sweeping.
+    cwd = str(session.parent)
+    if options.spawn == "fork":
+        tail = argv[len(options.target.command) :]
+        server = shared_server(
+            ForkServer, ahead=options.fork_ahead, warm=options.fork_warm is not False
+        )
+        return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, server=server,
+                     server_argv=tail, after=after)  # fmt: skip
+    return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, after=after)
+
+
+def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -> Reference:
+    """Run the scenario once without faults and record its trace, log and ledger."""
+    where = options.workdir / "reference" / slug(Path(scenario_path).name)
+    shutil.rmtree(where, ignore_errors=True)
+    session = where / "session"
+    child = make_child(options, scenario_path, session, "run", "run")
+    hung = False
+    try:
+        status = run_to_exit(child, options.timeout)
+    except ChildHung as exc:  # killed by _run_to_exit's context; reported, not raised
+        hung = True
+        status = ChildExit(-9, f"hung: {exc}")
+    _log, ledger_path = session_files(session)
+    store = store_of(options, scenario)
+    log_path = store.log_path(session)
+    log_bytes = store.take(session)
+    return Reference(
+        scenario=scenario,
+        scenario_path=scenario_path,
+        trace=tuple(child.trace),
+        log=store.parse(log_bytes, log_path),
+        log_bytes=log_bytes,
+        ledger=read_ledger(ledger_path),
+        returncode=status.returncode,
+        stderr=status.stderr,
+        hung=hung,
+        backend=store.backend,
+    )
+
+
+def normalized(message: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in message.items() if k not in _VOLATILE}
+
+
+def drift(trace: list[dict[str, Any]], reference: Reference) -> str | None:
+    expected = reference.boundaries
+    reached = [m for m in trace if "boundary" in m]
+    for index, message in enumerate(reached):
+        if index >= len(expected):
+            return f"boundary {index + 1} ({message['boundary']}) is past the reference's end"
+        if normalized(message) != normalized(expected[index]):
+            return (
+                f"boundary {index + 1} differs from the reference: "
+                f"{normalized(message)} vs {normalized(expected[index])}"
+            )
+    return None
+
+
+def write_trace(path: Path, trace: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in trace))

@@ -1,0 +1,341 @@
+# Real child processes under the probe: each target runs in its own process
+# group with the two probe pipes, a trimmed environment, stderr to a file (a
+# pipe could fill up and block it) and bounded waits everywhere.  This module
+# owns the child's whole life: start, read the trace, park/continue, SIGKILL
+# of the group, the one reaper (Popen.wait) and the sweep for stragglers.
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+
+from faultlab.lab.process.environment import trimmed_environment
+from faultlab.lab.process.forkserver import ForkedProcess, ForkServer
+from faultlab.probe import ENV_ARM, ENV_FDS, RELEASED, process_gone
+
+__all__ = ["Child", "ChildExit", "ChildHung", "kill_all", "signal_group", "trimmed_environment"]
+
+_LIVE: set[Child] = set()  # children started and not reaped yet
+_GONE_WITHIN = 60.0  # seconds a SIGKILLed process may take to be gone
+
+
+def kill_all() -> None:
+    """SIGKILL every live child's process group (on interrupt of the lab)."""
+    for child in list(_LIVE):
+        child.kill()
+
+
+class ChildHung(Exception):
+    """The child did not reach its boundary or exit within its budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildExit:
+    """How a child ended: its status (negative: killed by that signal)."""
+
+    returncode: int
+    stderr: str
+
+
+def signal_group(pid: int, signum: int) -> None:
+    """Send `signum` to the process group `pid` leads."""
+    try:
+        os.killpg(pid, signum)
+    except ProcessLookupError:
+        # A forked child may not have made its group yet (setsid runs right
+        # after the fork): signal the process itself.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+
+@dataclass(eq=False)
+class Child:
+    """One target process attached to the lab through the probe pipes."""
+
+    argv: Sequence[str]
+    stderr_path: Path
+    armed: str | None = None
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    parked: dict[str, Any] | None = None
+    stragglers: list[str] = field(default_factory=list)
+    server: ForkServer | None = None  # fork from this server instead of exec
+    server_argv: Sequence[str] = ()  # what the server's child runs: runtime arguments
+    # A pidfd: the child's runtime starts only once that process is gone
+    # (the crash child, let go by `kill_and_let_go`).  The caller owns it.
+    after: int | None = None
+    _proc: subprocess.Popen[bytes] | ForkedProcess | None = None
+    _report_fd: int = -1
+    _reply_fd: int = -1
+    _buffer: bytes = b""
+    _exit: ChildExit | None = None
+    # A forked child's last report, {"exiting": code}: it closed every fd but
+    # its probe pipes and is exiting (faultlab.runtime.forkserver.release).
+    _released: int | None = None
+    _eof: bool = False  # the report pipe reached EOF: every writer is gone
+    _settled: bool = True  # False while a child let go early is not reaped yet
+    _poll: select.poll | None = None  # one per child: the trace is read in many short waits
+
+    def start(self) -> None:
+        report_r, report_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        probe_env = {ENV_FDS: f"{report_w},{reply_r}"}
+        if self.armed:
+            probe_env[ENV_ARM] = self.armed
+        env = trimmed_environment({**(self.env or {}), **probe_env})
+        self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.server is not None:
+                self._proc = self._fork(env, report_w, reply_r)
+            else:
+                self._proc = self._exec(env, report_w, reply_r)
+        finally:
+            # The child's ends belong to the child alone, or EOF never comes.
+            os.close(report_w)
+            os.close(reply_r)
+        self._report_fd = report_r
+        self._reply_fd = reply_w
+        os.set_blocking(report_r, False)
+        self._poll = select.poll()
+        self._poll.register(report_r, select.POLLIN)
+        _LIVE.add(self)
+
+    def _fork(self, env: dict[str, str], report_w: int, reply_r: int) -> ForkedProcess:
+        assert self.server is not None
+        stderr = os.open(self.stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            return self.server.spawn(
+                self.server_argv, env=env, report_fd=report_w, reply_fd=reply_r,
+                stderr_fd=stderr, cwd=self.cwd, after=self.after,
+            )  # fmt: skip
+        finally:
+            os.close(stderr)
+
+    def _exec(self, env: dict[str, str], report_w: int, reply_r: int) -> subprocess.Popen[bytes]:
+        if self.after is not None and not process_gone(self.after, _GONE_WITHIN):
+            raise ChildHung(f"a killed process was not gone within {_GONE_WITHIN:g}s")
+        with open(self.stderr_path, "wb") as stderr:
+            return subprocess.Popen(
+                list(self.argv),
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                env=env,
+                cwd=self.cwd,
+                pass_fds=(report_w, reply_r),
+                start_new_session=True,  # its own group: killpg reaches grandchildren
+            )
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+    def run_until_parked_or_exit(self, timeout: float) -> dict[str, Any] | None:
+        """Read the trace until the child parks (return its message) or exits (None)."""
+        deadline = time.monotonic() + timeout
+        assert self._poll is not None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ChildHung(f"no boundary reached and no exit within {timeout:g}s")
+            if not self._poll.poll(max(1, math.ceil(remaining * 1000))):
+                continue
+            try:
+                data = os.read(self._report_fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not data:  # every writer closed: the child is gone
+                self._eof = True
+                return None
+            if self._take(data):
+                return self.parked
+
+    def _take(self, data: bytes) -> bool:
+        self._buffer += data
+        *lines, self._buffer = self._buffer.split(b"\n")
+        found = False
+        for line in lines:
+            try:
+                message = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                message = {"invalid": line.decode("utf-8", "replace")}
+            released = self._release_of(message)
+            self._released = released
+            if released is not None:
+                continue  # the fork server's word, not the target's trace
+            self.trace.append(message)
+            if isinstance(message, dict) and message.get("parked"):
+                self.parked = message
+                found = True
+        return found
+
+    def _release_of(self, message: object) -> int | None:
+        """The exit code a forked child reports in its release, else None."""
+        if self.server is None or not isinstance(message, dict) or len(message) != 1:
+            return None
+        code = message.get(RELEASED)
+        return code if type(code) is int else None
+
+    def reply(self, action: str, **fields: Any) -> None:
+        """Answer a parked child (e.g. "continue")."""
+        self.parked = None
+        os.write(self._reply_fd, orjson.dumps({"action": action, **fields}) + b"\n")
+
+    def signal(self, signum: int) -> None:
+        """Send a signal to the child's whole process group."""
+        signal_group(self.pid, signum)
+
+    def kill(self) -> None:
+        """SIGKILL the child's process group (never any group we did not create)."""
+        if self._proc is not None and (self._exit is None or not self._settled):
+            self.signal(signal.SIGKILL)
+
+    def kill_and_let_go(self) -> int | None:
+        """SIGKILL a forked child's group and let it go at once, as `wait`
+        does with `early` for a child that released itself: the lab reads
+        what the child left while the kernel tears it down (2-3 ms here),
+        and `settle` reaps it later.  Safe only for a child parked at a
+        boundary whose writes all come from its parked thread (the
+        reference runtime's): it can write nothing more once parked.
+
+        Returns a pidfd of the child (the caller closes it), for the next
+        child of the session to wait on (`after`); None, with nothing done,
+        when it cannot be let go (not forked, already gone, no pidfd): then
+        kill and `wait` as usual."""
+        if self.server is None or self._proc is None or self._exit is not None:
+            return None
+        try:
+            # Before the kill: the pid cannot name another process while the
+            # child lives, nor until the server reaps it.
+            pidfd = os.pidfd_open(self.pid)
+        except OSError:
+            return None
+        self.signal(signal.SIGKILL)
+        self._settled = False
+        self._exit = ChildExit(-signal.SIGKILL, "")  # `settle` reads its stderr
+        self.close()
+        return pidfd
+
+    def wait(self, timeout: float, *, early: bool = False) -> ChildExit:
+        """Reap the child (the one reaper), then sweep its group for stragglers.
+
+        With `early`, a forked child whose trace ended with its release (it
+        closed every fd but its probe pipes, reported its exit code, closed
+        the report pipe) is not waited for: its reported code is returned at once,
+        while the kernel still tears the process down.  `settle` then waits
+        for the real status, which replaces the reported one."""
+        assert self._proc is not None
+        if self._exit is not None:
+            return self._exit
+        if early and self._eof and self._released is not None:
+            self._settled = False
+            self._exit = ChildExit(self._released, self._stderr())
+            self.close()
+            return self._exit
+        try:
+            code = self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self._proc.wait(5)
+            self._exit = ChildExit(code, self._stderr())
+            self.close()
+            raise ChildHung(f"did not exit within {timeout:g}s; killed") from None
+        self.drain(1.0)
+        self._sweep()
+        self._exit = ChildExit(code, self._stderr())
+        self.close()
+        return self._exit
+
+    def settle(self, timeout: float) -> ChildExit:
+        """For a child `wait(early=True)` let go: reap it (the server did; the
+        lab waits for its report), sweep its group, and return its status as
+        the reaper saw it.  For any other child: what `wait` returned."""
+        assert self._proc is not None and self._exit is not None
+        if self._settled:
+            return self._exit
+        # Complete: the child closed it before its release, or was killed
+        # while parked (kill_and_let_go), before the lab read it.
+        stderr = self._exit.stderr or self._stderr()
+        try:
+            code = self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self._proc.wait(5)
+            raise ChildHung(f"did not finish exiting within {timeout:g}s; killed") from None
+        finally:
+            self._settled = True
+            self.close()
+        self._sweep()
+        self._exit = ChildExit(code, stderr)
+        return self._exit
+
+    def drain(self, timeout: float) -> None:
+        """Read what is left of the trace after the child exited."""
+        if self._report_fd >= 0:
+            with contextlib.suppress(ChildHung):
+                while self.run_until_parked_or_exit(timeout) is not None:
+                    pass
+
+    def _sweep(self) -> None:
+        # Grandchildren re-parented to init are invisible as children, but
+        # they keep our process group id.  killpg(pgid, 0) asks whether any
+        # member is left; psutil names them for the report.
+        pgid = self.pid
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        for proc in psutil.process_iter(["pid", "name"]):
+            with contextlib.suppress(psutil.Error, OSError):
+                if os.getpgid(proc.info["pid"]) == pgid:
+                    self.stragglers.append(f"{proc.info['name']}[{proc.info['pid']}]")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+
+    def _stderr(self) -> str:
+        try:
+            return self.stderr_path.read_text("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """Close the lab's pipe ends.  A child let go early stays live (for
+        kill_all) with its reply pipe open until it is settled: that pipe's
+        EOF would tell the child's probe that the lab went away, and it
+        could then exit with EXIT_LAB_GONE before its own exit."""
+        if self._report_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._report_fd)
+            self._report_fd = -1
+        self._poll = None
+        if not self._settled:
+            return
+        _LIVE.discard(self)
+        if self._reply_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._reply_fd)
+            self._reply_fd = -1
+
+    def __enter__(self) -> Child:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._exit is None and self._proc is not None:
+            self.kill()
+            with contextlib.suppress(ChildHung):
+                self.wait(10)
+        self.close()

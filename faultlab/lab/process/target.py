@@ -1,0 +1,102 @@
+# What the lab runs: the reference runtime (`python -m faultlab.runtime`) or
+# any command that honours the probe protocol and writes the log format
+# (docs/probe-protocol.md).  A target is called as
+#   CMD SCENARIO --session-dir DIR --session-id ID [--resume [--repair-only]] [--policy P]
+#       [--backend B]
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from faultlab.lab.errors import LabUsageError
+
+__all__ = [
+    "LEDGER_NAME",
+    "LOG_NAME",
+    "Mode",
+    "Target",
+    "bundled_scenarios",
+    "check_executable",
+    "command_target",
+    "reference_target",
+]
+
+LOG_NAME = "session.jsonl"
+LEDGER_NAME = "world-ledger.jsonl"
+SESSION_ID = "faultlab-case"
+
+Mode = Literal["run", "repair", "resume"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A command to crash-test, and the policy to ask it for (if any)."""
+
+    command: tuple[str, ...]
+    policy: str | None = None
+    reference: bool = True
+    backend: str | None = None  # None: each scenario's own backend
+
+    def argv(self, scenario: str, session_dir: Path, mode: Mode) -> list[str]:
+        argv = [
+            *self.command,
+            scenario,
+            "--session-dir",
+            str(session_dir),
+            "--session-id",
+            SESSION_ID,
+        ]
+        if mode == "repair":
+            argv += ["--resume", "--repair-only"]
+        elif mode == "resume":
+            argv.append("--resume")
+        if self.policy is not None:
+            argv += ["--policy", self.policy]
+        if self.backend is not None:
+            argv += ["--backend", self.backend]
+        return argv
+
+    @property
+    def label(self) -> str:
+        shown = "reference runtime" if self.reference else shlex.join(self.command)
+        shown += f" (policy {self.policy})" if self.policy else ""
+        return shown + (f" (backend {self.backend})" if self.backend else "")
+
+
+def reference_target(policy: str | None = None, backend: str | None = None) -> Target:
+    return Target((sys.executable, "-m", "faultlab.runtime"), policy, True, backend)
+
+
+def command_target(command: str, policy: str | None = None, backend: str | None = None) -> Target:
+    """A user's target command, split like a shell would."""
+    try:
+        parts = tuple(shlex.split(command))
+    except ValueError as exc:
+        raise LabUsageError(f"--target {command!r}: {exc}") from None
+    if not parts:
+        raise LabUsageError("--target: empty command")
+    check_executable(parts[0])
+    return Target(parts, policy, False, backend)
+
+
+def check_executable(program: str) -> None:
+    """A target whose program cannot be run is a usage error, not a crash later."""
+    if shutil.which(program) is None:
+        raise LabUsageError(f"--target: {program!r} is not an executable program (nor on PATH)")
+
+
+def session_files(session_dir: Path) -> tuple[Path, Path]:
+    return session_dir / LOG_NAME, session_dir / LEDGER_NAME
+
+
+def bundled_scenarios() -> Path:
+    """The scenarios shipped with faultlab (in the package, or the source tree)."""
+    package = Path(__file__).resolve().parents[2]
+    for candidate in (package / "scenarios", package.parent / "scenarios"):
+        if candidate.is_dir():
+            return candidate
+    raise LabUsageError("the bundled scenarios are missing from this installation")

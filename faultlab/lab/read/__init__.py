@@ -1,0 +1,55 @@
+# How the lab reads what a target persisted, with readers of its own: JSONL and
+# SQLite session stores as one `LogView`, and where each backend keeps a session.
+from __future__ import annotations
+
+from faultlab.lab.read.jsonl import (
+    BAD_HEADER,
+    CORRUPT_COMMITTED_LOG,
+    EVENT_TYPES,
+    SEQ_DUPLICATE,
+    SEQ_GAP,
+    LogEvent,
+    LogProblem,
+    LogView,
+    parse_log,
+    read_log_file,
+)
+from faultlab.lab.read.sqlite import (
+    MAGIC,
+    is_sqlite,
+    parse_sqlite,
+    read_sqlite_file,
+    render_jsonl,
+    snapshot,
+)
+from faultlab.lab.read.stores import (
+    BACKENDS,
+    LogStore,
+    find_log,
+    read_any,
+    store_for,
+)
+
+__all__ = [
+    "BACKENDS",
+    "BAD_HEADER",
+    "CORRUPT_COMMITTED_LOG",
+    "EVENT_TYPES",
+    "MAGIC",
+    "SEQ_DUPLICATE",
+    "SEQ_GAP",
+    "LogEvent",
+    "LogProblem",
+    "LogStore",
+    "LogView",
+    "find_log",
+    "is_sqlite",
+    "parse_log",
+    "parse_sqlite",
+    "read_any",
+    "read_log_file",
+    "read_sqlite_file",
+    "render_jsonl",
+    "snapshot",
+    "store_for",
+]

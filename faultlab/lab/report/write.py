@@ -1,0 +1,329 @@
+# Reports of a lab run, written atomically into `reports/<run-id>/` (built in
+# a temp directory, then renamed), with `reports/latest` pointing at the
+# newest: summary.json, cases.jsonl, junit.xml, report.md, and for every
+# failing case its crashed/repaired/final logs, probe trace, stderr of each
+# child, the replay command and a standalone repro.py.
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shlex
+import shutil
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from faultlab.lab.campaigns.explore import ExploreResult
+from faultlab.lab.oracle.case import CaseResult
+from faultlab.lab.oracle.codes import explain
+from faultlab.lab.process.reference import slug
+
+__all__ = [
+    "RunInfo",
+    "building_report",
+    "dumps_json",
+    "find_case",
+    "junit_xml",
+    "markdown_report",
+    "new_run_id",
+    "recorded_ids",
+    "replay_command",
+    "unsupported_faults",
+    "write_report",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """How a run was invoked: enough to replay any of its cases."""
+
+    run_id: str
+    argv: tuple[str, ...]
+    target: tuple[str, ...] | None  # None: the reference runtime
+    policy: str | None
+    timeout: float
+    spawn: str = "fork"
+    backend: str | None = None  # --backend (None: each scenario's own)
+    drive: str = "classic"  # "acp": the lab drove an ACP agent (docs/acp.md)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "argv": list(self.argv),
+            "target": list(self.target) if self.target else None,
+            "policy": self.policy,
+            "timeout": self.timeout,
+            "spawn": self.spawn,
+            "backend": self.backend,
+            "drive": self.drive,
+        }
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def replay_command(result: CaseResult, run_dir: Path) -> str:
+    """The command that re-runs `result`'s case from the report in `run_dir`."""
+    return shlex.join(["faultlab", "replay", result.case.id, "--report-dir", str(run_dir)])
+
+
+def dumps_json(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+
+
+def junit_xml(result: ExploreResult) -> bytes:
+    failures = sum(1 for r in result.results if r.verdict in ("fail", "drift"))
+    errors = sum(1 for r in result.results if r.verdict in ("hung", "error"))
+    skipped = len(result.unsupported)
+    suites = ET.Element("testsuites")
+    suite = ET.SubElement(
+        suites, "testsuite", name="faultlab", tests=str(len(result.results)),
+        failures=str(failures), errors=str(errors), skipped=str(skipped),
+        time=f"{result.seconds:.3f}",
+    )  # fmt: skip
+    for case_result in result.results:
+        case = case_result.case
+        testcase = ET.SubElement(
+            suite, "testcase", classname=Path(case.scenario).name,
+            name=f"{case.occurrence}[{case.fault}]", time=f"{case_result.seconds:.3f}",
+        )  # fmt: skip
+        if case_result.passed:
+            continue
+        if case_result.verdict == "unsupported":
+            ET.SubElement(testcase, "skipped", message=f"unsupported: {case_result.detail}")
+            continue
+        tag = "failure" if case_result.verdict in ("fail", "drift") else "error"
+        element = ET.SubElement(
+            testcase, tag, message=" ".join(case_result.codes) or case_result.verdict,
+            type=case_result.codes[0] if case_result.codes else case_result.verdict,
+        )  # fmt: skip
+        element.text = "\n".join(f"{v.code}: {v.message}" for v in case_result.violations)
+    ET.indent(suites)
+    xml: bytes = ET.tostring(suites, encoding="utf-8", xml_declaration=True)
+    return xml + b"\n"
+
+
+def markdown_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> str:
+    lines = [f"# faultlab run {info.run_id}", ""]
+    lines.append(f"- command: `{shlex.join(info.argv)}`")
+    lines.append(f"- target: {shlex.join(info.target) if info.target else 'reference runtime'}")
+    lines.append(f"- policy: {info.policy or 'as each scenario says'}")
+    lines.append(f"- backend: {info.backend or 'as each scenario says'}")
+    verdict = "all guarantees held" if result.passed else "VIOLATIONS FOUND"
+    lines.append(f"- verdict: **{verdict}** in {result.seconds:.1f}s")
+    lines += [
+        "",
+        "| scenario | cases | pass | fail | drift | hung | error | unsupported |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    per: dict[str, Counter[str]] = {}
+    for r in result.results:
+        per.setdefault(Path(r.case.scenario).name, Counter())[r.verdict] += 1
+    for name, counts in per.items():
+        row = [str(counts[v]) for v in ("pass", "fail", "drift", "hung", "error", "unsupported")]
+        lines.append(f"| {name} | {sum(counts.values())} | " + " | ".join(row) + " |")
+    lines += _matrix(result)
+    lines += _unsupported(result)
+    codes = Counter(code for r in result.results for code in r.codes)
+    if codes:
+        lines += ["", "## Violations by code", ""]
+        lines += [f"- `{code}` x{count}: {explain(code)}" for code, count in codes.most_common()]
+        lines += ["", "## Failing cases", ""]
+        for r in result.results:
+            if not r.failed:
+                continue
+            lines.append(f"### `{r.case.id}` ({r.verdict})")
+            lines += [f"- `{v.code}`: {v.message}" for v in r.violations]
+            lines.append(f"- replay: `{replay_command(r, report_dir)}`")
+            lines.append(f"- artifacts: `failures/{slug(r.case.id)}/`")
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+_MARK = {
+    "pass": "ok", "fail": "FAIL", "drift": "drift", "hung": "hung", "error": "error",
+    "unsupported": "unsupported",
+}  # fmt: skip
+
+
+def unsupported_faults(result: ExploreResult) -> list[dict[str, str]]:
+    """The faults that could not run, per scenario, with the reason."""
+    return [
+        {"scenario": Path(r.case.scenario).name, "fault": r.case.fault, "reason": r.detail}
+        for r in result.unsupported
+    ]
+
+
+def _unsupported(result: ExploreResult) -> list[str]:
+    listed = unsupported_faults(result)
+    if not listed:
+        return []
+    lines = ["", "## Unsupported faults (not run, not passed)", ""]
+    lines += [f"- `{u['fault']}` on {u['scenario']}: {u['reason']}" for u in listed]
+    return lines
+
+
+def _matrix(result: ExploreResult) -> list[str]:
+    """Boundary occurrence x fault, the verdict in each cell ('' = not applicable)."""
+    faults: list[str] = []
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for r in result.results:
+        if r.case.occurrence == "coverage":
+            continue
+        if r.case.fault not in faults:
+            faults.append(r.case.fault)
+        row = rows.setdefault((Path(r.case.scenario).name, r.case.occurrence), {})
+        row[r.case.fault] = _MARK[r.verdict]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Boundary x fault",
+        "",
+        "| scenario | occurrence | " + " | ".join(faults) + " |",
+    ]
+    lines.append("|---|---|" + "---|" * len(faults))
+    for (scenario, occurrence), row in rows.items():
+        cells = " | ".join(row.get(fault, "") for fault in faults)
+        lines.append(f"| {scenario} | {occurrence} | {cells} |")
+    return lines
+
+
+_REPRO = '''\
+"""Reproduce faultlab case {case_id!r} with only faultlab installed.
+
+Run: python repro.py   (exit 0 when the same violations are found again)
+"""
+import sys
+import tempfile
+from pathlib import Path
+
+from faultlab.lab.campaigns.api import run_single
+
+SCENARIO = {scenario_text!r}
+EXPECTED = {codes!r}
+
+with tempfile.TemporaryDirectory() as work:
+    scenario = Path(work) / {scenario_name!r}
+    scenario.write_text(SCENARIO, encoding="utf-8")
+    result = run_single(str(scenario), {occurrence!r}, fault={fault!r}, policy={policy!r},
+                        target={target!r}, backend={backend!r}, workdir=Path(work) / "lab",
+                        drive={drive!r})
+    print(result.verdict, list(result.codes))
+    sys.exit(0 if list(result.codes) == EXPECTED else 1)
+'''
+
+
+def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir: Path) -> None:
+    into.mkdir(parents=True)
+    source = Path(result.artifacts["dir"]) if "dir" in result.artifacts else None
+    if source is not None and source.is_dir():
+        for item in source.iterdir():
+            if item.is_file():
+                shutil.copy2(item, into / item.name)
+    (into / "replay.sh").write_text(replay_command(result, report_dir) + "\n", encoding="utf-8")
+    (into / "violations.json").write_bytes(dumps_json([v.to_json() for v in result.violations]))
+    try:
+        scenario_text = Path(result.case.scenario).read_text("utf-8")
+    except OSError:
+        return
+    repro = _REPRO.format(
+        case_id=result.case.id, scenario_text=scenario_text, codes=list(result.codes),
+        scenario_name=Path(result.case.scenario).name, occurrence=result.case.occurrence,
+        fault=result.case.fault, policy=info.policy, backend=info.backend,
+        target=list(info.target) if info.target else None, drive=info.drive,
+    )  # fmt: skip
+    (into / "repro.py").write_text(repro, encoding="utf-8")
+
+
+@contextlib.contextmanager
+def building_report(report_dir: Path, info: RunInfo) -> Iterator[tuple[Path, Path]]:
+    """Build a run's report in a hidden directory next to where it goes:
+    yields (building, final).  Afterwards `run.json` is written, the directory
+    takes its final name at once and `latest` points at it, so a reader never
+    sees half a report."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    final = report_dir.resolve() / info.run_id
+    building = report_dir / f".{info.run_id}.tmp"
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir()
+    yield building, final
+    (building / "run.json").write_bytes(dumps_json(info.to_json()))
+    os.replace(building, final)
+    _point_latest(report_dir, info.run_id)
+
+
+def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path:
+    """Write the run's report; return its directory."""
+    with building_report(report_dir, info) as (building, final):
+        summary = {
+            **info.to_json(),
+            "python": sys.version.split()[0],
+            "seconds": round(result.seconds, 3),
+            "shard": str(result.shard) if result.shard else None,
+            "cases": len(result.results),
+            "counts": result.counts,
+            "passed": result.passed,
+            "codes": dict(Counter(code for r in result.results for code in r.codes)),
+            "unsupported": unsupported_faults(result),
+            "scenarios": sorted({r.case.scenario for r in result.results}),
+        }
+        (building / "summary.json").write_bytes(dumps_json(summary))
+        with open(building / "cases.jsonl", "wb") as cases:
+            for r in result.results:
+                line = {**r.to_json(), "replay": replay_command(r, final), "run": info.run_id}
+                line["artifacts"] = {"dir": f"failures/{slug(r.case.id)}"} if r.failed else {}
+                cases.write(orjson.dumps(line) + b"\n")
+        (building / "junit.xml").write_bytes(junit_xml(result))
+        (building / "report.md").write_text(markdown_report(result, info, final), encoding="utf-8")
+        for r in result.results:
+            if r.failed:
+                _failure_artifacts(r, building / "failures" / slug(r.case.id), info, final)
+    return final
+
+
+def _point_latest(report_dir: Path, run_id: str) -> None:
+    link = report_dir / "latest"
+    temp = report_dir / f".latest.{os.getpid()}"
+    with contextlib.suppress(FileNotFoundError):
+        temp.unlink()
+    os.symlink(run_id, temp)
+    os.replace(temp, link)
+
+
+def _run_dir(report_dir: Path) -> Path:
+    """A run's own directory, or the newest run of a reports directory."""
+    return report_dir if (report_dir / "cases.jsonl").is_file() else report_dir / "latest"
+
+
+def find_case(report_dir: Path, case_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The recorded case `case_id` (of a run directory, or the newest run), with its
+    run's options."""
+    run = _run_dir(report_dir)
+    try:
+        info = orjson.loads((run / "run.json").read_bytes())
+        lines = (run / "cases.jsonl").read_bytes().splitlines()
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    for line in lines:
+        record = orjson.loads(line)
+        if record.get("id") == case_id:
+            return record, info
+    return None
+
+
+def recorded_ids(report_dir: Path) -> Sequence[str]:
+    try:
+        lines = (_run_dir(report_dir) / "cases.jsonl").read_bytes().splitlines()
+    except OSError:
+        return []
+    return [orjson.loads(line).get("id", "") for line in lines]

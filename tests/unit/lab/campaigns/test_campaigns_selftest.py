@@ -1,0 +1,122 @@
+# The selftest's pure parts: the zoo registry's validation (one-line errors
+# naming file, entry and field), the selection of variants, and the verdict of
+# a row from case results (detected, missed, wrong-code; clean, false-alarm).
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from faultlab.cli import main
+from faultlab.lab.campaigns.selftest import fuzz_campaign, judge_reference, judge_variant
+from faultlab.lab.campaigns.zoo import default_zoo_path, load_zoo
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.oracle.codes import Violation
+
+VARIANTS = Path(__file__).resolve().parents[3] / "variants"
+GOOD = """format = 1
+[[variant]]
+name = "repair_says_safe"
+bug = "b"
+expect = ["UNSAFE_RETRY_GUIDANCE"]
+scenarios = ["payment.toml"]
+quick = [{ scenario = "payment.toml", at = "tool/durable", fault = "sigkill" }]
+"""
+
+
+def registry(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "zoo.toml"
+    path.write_text(text)
+    (tmp_path / "repair_says_safe.py").write_text("")
+    return path
+
+
+def test_a_good_registry_resolves_scripts_scenarios_and_cases(tmp_path: Path) -> None:
+    zoo = load_zoo(registry(tmp_path, GOOD))
+    (variant,) = zoo.variants
+    assert variant.script == (tmp_path / "repair_says_safe.py").resolve()
+    assert variant.scenarios[0].name == "payment.toml" and variant.scenarios[0].is_file()
+    assert [c.id for c in variant.quick] == ["payment.toml::tool/durable#1[sigkill]"]
+    assert len(variant.faults) > 1 and variant.fuzz_examples is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (("UNSAFE_RETRY_GUIDANCE", "UNSAFE"), "repair_says_safe: field 'expect': unknown code"),
+        (('"payment.toml"]\nquick', '"no.toml"]\nquick'), "'scenarios': no scenario 'no.toml'"),
+        (('fault = "sigkill"', 'fault = "frost"'), "quick 1: field 'fault': unknown fault 'frost'"),
+        (('at = "tool/durable"', 'at = "tool/durible"'), "quick 1: field 'at': unknown boundary"),
+        (('bug = "b"', 'bug = "b"\ncolour = 1'), "field 'colour': unknown field"),
+        (('bug = "b"\n', ""), "field 'bug': required"),
+        (("format = 1", "format = 2"), "top level: field 'format': must be 1"),
+        (('name = "repair_says_safe"', 'name = "other"'), "field 'script':"),
+        (('expect = ["UNSAFE_RETRY_GUIDANCE"]', "expect = []"), "'expect': required, a non-empty"),
+        (('bug = "b"', 'bug = "b"\nexplore = false'), "'explore': false needs a fuzz campaign"),
+        (('bug = "b"', 'bug = "b"\nexplore = "no"'), "'explore': must be true or false"),
+        (('bug = "b"', 'bug = "b"\nbackend = "csv"'), "'backend': unknown backend 'csv'"),
+        (('bug = "b"', 'bug = "b"\ndrive = "tcp"'), "'drive': unknown drive 'tcp'"),
+        (('bug = "b"', 'bug = "b"\ndrive = "acp"\nfaults = ["io-error"]'),
+         "field 'faults': unknown fault 'io-error' (faults: sigkill, sigterm, acp-cancel)"),
+        (('fault = "sigkill"', 'fault = "sigkill", check_determinism = 1'), "must be true or"),
+    ],
+)
+def test_a_bad_registry_is_one_line_naming_the_field(
+    tmp_path: Path, edit: tuple[str, str], needle: str
+) -> None:
+    path = registry(tmp_path, GOOD.replace(*edit, 1))
+    with pytest.raises(LabUsageError) as caught:
+        load_zoo(path)
+    assert str(caught.value).startswith(f"{path}: ") and needle in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_duplicate_names_and_unknown_selections_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(LabUsageError, match="the name is used twice"):
+        load_zoo(registry(tmp_path, GOOD + GOOD.replace("format = 1\n", "")))
+    zoo = load_zoo(default_zoo_path())
+    chosen = zoo.select("hangs, no_writer_lock,hangs")
+    assert [v.name for v in chosen] == ["hangs", "no_writer_lock"]
+    with pytest.raises(LabUsageError, match=r"unknown variant\(s\) nope"):
+        zoo.select("nope")
+
+
+def test_selftest_usage_errors_exit_2(tmp_path: Path) -> None:
+    for args in (["--zoo", str(tmp_path / "none.toml")], ["--variants", "nope"]):
+        result = CliRunner().invoke(main, ["selftest", "--quick", *args])
+        assert result.exit_code == 2 and result.stderr.startswith("faultlab: error: ")
+
+
+def result(occurrence: str, *codes: str) -> CaseResult:
+    violations = tuple(Violation(code, code) for code in codes)
+    return CaseResult(Case("/s/p.toml", occurrence), "fail" if codes else "pass", violations)
+
+
+def test_a_variant_is_detected_only_with_every_expected_code() -> None:
+    results = [result("a#1"), result("b#1", "X"), result("c#1", "Y", "X"), result("d#1", "Z")]
+    row = judge_variant("v", ["Y", "Z"], results, stage="explore")
+    assert (row.status, row.first_case) == ("detected", "p.toml::c#1[sigkill]")
+    assert (row.cases, row.failing, row.codes) == (4, 3, {"X": 2, "Y": 1, "Z": 1})
+    assert row.faults == {"sigkill": 3}
+    wrong = judge_variant("v", ["Y", "W"], results, stage="explore")
+    assert (wrong.status, wrong.note, wrong.bad) == ("wrong-code", "never reported: W", True)
+    missed = judge_variant("v", ["Y"], [result("a#1")], stage="quick")
+    assert (missed.status, missed.first_case) == ("missed", None)
+    assert missed.note == "all 1 case(s) passed"
+    assert judge_variant("v", ["Y"], [], stage="quick").status == "missed"
+
+
+def test_the_reference_is_clean_only_when_every_case_passed() -> None:
+    assert judge_reference([result("a#1")], stage="explore").status == "clean"
+    alarm = judge_reference([result("a#1"), result("b#1", "X")], stage="explore")
+    assert (alarm.status, alarm.first_case) == ("false-alarm", "p.toml::b#1[sigkill]")
+    assert alarm.bad
+    assert judge_reference([], stage="explore").status == "false-alarm"  # nothing checked
+
+
+def test_the_fuzz_stage_is_faultlab_fuzz() -> None:
+    from faultlab.lab.campaigns.fuzz import selftest_campaign
+
+    assert fuzz_campaign() is selftest_campaign

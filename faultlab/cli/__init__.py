@@ -1,0 +1,34 @@
+# The `faultlab` command line: parse, call the lab, print, exit.  Logic lives
+# in `faultlab.lab`; people's output goes to stderr, `--json` output to
+# stdout.  Exit codes: 0 guarantees held, 1 violations, 2 usage or scenario
+# error, 3 internal error, 130 interrupted (`output`).  This module is the
+# group `main` (the console script and `python -m faultlab`); the commands
+# live in `cases` (explore, run, boundaries, replay), `reports` (inspect,
+# report merge) and `campaigns` (bench, selftest, fuzz), their shared options
+# in `options`.
+from __future__ import annotations
+
+import click
+
+from faultlab.cli import campaigns, cases, reports
+from faultlab.cli.output import FaultlabGroup
+
+__all__ = ["main"]
+
+
+@click.group(cls=FaultlabGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="faultlab")
+def main() -> None:
+    """Crash-test the durability of AI agent runtimes at semantic boundaries."""
+
+
+# The order the commands were defined in; `--help` lists them alphabetically.
+main.add_command(cases.explore)
+main.add_command(cases.run)
+main.add_command(cases.boundaries)
+main.add_command(reports.inspect)
+main.add_command(cases.replay)
+main.add_command(campaigns.bench)
+main.add_command(campaigns.selftest)
+main.add_command(campaigns.fuzz)
+main.add_command(reports.report)

@@ -1,0 +1,197 @@
+# The long-running commands that are more than cases of given scenarios:
+# `bench` (faultlab's own speed, `faultlab.bench`), `selftest` (the zoo of
+# broken runtimes proves the oracle) and `fuzz` (Hypothesis generates the
+# scenarios and kill points), with the fuzzer's progress line.  The heavy
+# libraries (Hypothesis) load only when the command runs.
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+import orjson
+
+from faultlab.cli import options as opt
+from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, emit_json, guarded, say
+
+if TYPE_CHECKING:
+    from faultlab.lab import SelftestRow, Shard
+
+__all__ = ["bench", "fuzz", "selftest"]
+
+
+@click.command()
+@click.option(
+    "--quick", is_flag=True, help="Small sizes and few repetitions (seconds, not minutes)."
+)
+@opt.json
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("reports/bench.json"),
+    show_default=True,
+    help="Where the results are written (atomically) as JSON.",
+)
+@guarded
+def bench(quick: bool, as_json: bool, out: Path) -> int:
+    """Measure the crash loop, parallel exploration, log reload and checkpoint cost.
+
+    Each pair is measured side by side in one run; the table shows the ratios
+    and issue 4's targets.  Nothing is asserted: the exit status is 0.
+    """
+    from faultlab import bench as measure
+
+    results = measure.run_all(quick, say=say)
+    measure.write_json(out, results)
+    say()
+    for line in measure.table(results):
+        say(line)
+    say(f"results: {out}")
+    if as_json:
+        emit_json(results)
+    return EXIT_OK
+
+
+@click.command()
+@click.option("--quick", is_flag=True,
+              help="Only each variant's documented catching cases (and the reference runtime "
+              "on the same cases): the CI subset.")  # fmt: skip
+@click.option("--variants", "names", metavar="NAMES", help="Comma-separated variants to run.")
+@click.option(
+    "--zoo", type=click.Path(dir_okay=False, path_type=Path),
+    help="The zoo registry (default: tests/variants/zoo.toml of this checkout).",
+)  # fmt: skip
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Cases (or, with --quick, variants) run in parallel.")  # fmt: skip
+@opt.timeout
+@opt.json
+@opt.report_dir
+@opt.no_report
+@opt.spawn
+@guarded
+def selftest(
+    quick: bool, names: str | None, zoo: Path | None, jobs: int, timeout: float, as_json: bool,
+    report_dir: Path, no_report: bool, spawn: str,
+) -> int:  # fmt: skip
+    """Prove the oracle: every broken runtime of the zoo must be caught with its
+    expected code, and the reference runtime must raise no false alarm."""
+    from faultlab import lab
+
+    registry = lab.load_zoo(zoo if zoo is not None else lab.default_zoo_path())
+    chosen = registry.select(names)
+    mode = "quick cases" if quick else "every fault on their scenarios"
+    say(f"selftest: {len(chosen)} variant(s) of {registry.path} ({mode}), {jobs} job(s)")
+
+    def progress(row: SelftestRow) -> None:
+        shown = row.first_case or row.note
+        say(f"  {row.status:13} {row.variant} [{row.stage}] {shown} ({row.seconds:.1f}s)")
+
+    with lab.workdir() as work:
+        result = lab.run_selftest(registry, variants=chosen, quick=quick, jobs=jobs,
+                                  workdir=work, spawn=spawn, timeout=timeout,
+                                  progress=progress)  # fmt: skip
+    say()
+    for line in lab.format_table(result):
+        say(line)
+    if not no_report:
+        say(f"report: {lab.write_selftest_report(result, report_dir)}")
+    if as_json:
+        emit_json(result.to_json())
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+class _FuzzProgress:
+    """One line on a terminal; a line per tenth of the examples elsewhere."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.shown: tuple[int, int, str] | None = None
+
+    # `p` is the fuzzer's FuzzProgress, which faultlab.lab does not export.
+    def __call__(self, p: Any) -> None:
+        shrinking = f", shrinking ({p.shrink_runs} run(s))" if p.shrink_runs else ""
+        line = f"[{p.done}/{p.total}] example(s), {p.failing} failing{shrinking}"
+        if self.tty:
+            click.echo(f"\r\x1b[K{line}", err=True, nl=p.phase == "done")
+            return
+        step = max(1, p.total // 10)
+        mark = (p.done // step, p.shrink_runs // 25, p.phase)
+        if mark != self.shown:
+            self.shown = mark
+            say(line)
+
+
+@click.command()
+@click.option("--examples", "-n", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Examples (scenario x kill point x fault) to generate.")  # fmt: skip
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="Campaign seed (default: a random one, printed).")  # fmt: skip
+@opt.policy
+@opt.target
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Streams of examples run in parallel.")  # fmt: skip
+@click.option("--faults", default="sigkill", show_default=True, metavar="LIST|all",
+              help="Comma-separated faults to inject, or all.")  # fmt: skip
+@click.option("--check-determinism", is_flag=True,
+              help="Run every example twice and compare (else only a failing one).")  # fmt: skip
+@opt.shard
+@click.option("--stream-size", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Examples per stream (the unit of --jobs and --shard).")  # fmt: skip
+@opt.timeout
+@opt.json
+@opt.report_dir
+@opt.spawn
+@guarded
+def fuzz(
+    examples: int, seed: int | None, policy: str | None, target: str | None, jobs: int,
+    faults: str, check_determinism: bool, shard: Shard | None, stream_size: int,
+    timeout: float, as_json: bool, report_dir: Path, spawn: str,
+) -> int:  # fmt: skip
+    """Generate scenarios and kill points with Hypothesis; shrink any failure.
+
+    A failure is written under the report directory as a scenario TOML, a
+    standalone pytest regression test and a replay command.  Failing examples
+    are kept in REPORT_DIR/fuzz-db and replayed first by the next campaign.
+    """
+    import secrets
+
+    from faultlab import lab
+
+    made = lab.make_target(policy=policy, target=target)
+    fault_names = lab.parse_faults(faults)
+    campaign_seed = secrets.randbelow(2**32) if seed is None else seed
+    say(
+        f"fuzzing the {made.label}: {examples} example(s), seed {campaign_seed}, "
+        f"{jobs} job(s)" + (f", shard {shard}" if shard else "")
+    )
+    with lab.workdir() as work:
+        result = lab.fuzz_campaign(
+            policy=policy, target=target, examples=examples, seed=campaign_seed,
+            faults=fault_names, jobs=jobs, shard=shard, check_determinism=check_determinism,
+            timeout=timeout, workdir=work, database=report_dir / "fuzz-db", spawn=spawn,
+            stream_size=stream_size, progress=_FuzzProgress(),
+        )  # fmt: skip
+        info = lab.RunInfo(lab.new_run_id(), tuple(sys.argv), made.command if target else None,
+                           policy, timeout, spawn)  # fmt: skip
+        report = lab.write_fuzz_report(result, info, report_dir)
+    summary = orjson.loads((report / "summary.json").read_bytes())
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(summary["counts"].items()))
+    verdict = "all guarantees held" if result.passed else "violations found"
+    say(f"{len(result.examples)} example(s) in {result.seconds:.1f}s: {tally}: {verdict}")
+    if not result.examples:
+        say("faultlab: nothing was checked (this shard has no examples): a failure, not a pass")
+    for finding in summary["findings"]:
+        how = "shrunk" if finding["shrunk"] else "NOT shrunk (nondeterministic)"
+        say(f"FAIL {finding['id']} ({how}): {', '.join(finding['codes'])}")
+        for violation in next(
+            f.result.violations for f in result.findings if f.result.case.id == finding["id"]
+        ):
+            say(f"  {violation.code} [{violation.guarantee}]: {violation.message}")
+        say(f"  scenario:        {finding['scenario']}")
+        say(f"  regression test: python -m pytest {finding['regressionTest']}")
+        say(f"  replay:          {finding['replay']}")
+    say(f"report: {report}")
+    if as_json:
+        emit_json({**summary, "report": str(report)})
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS

@@ -1,0 +1,328 @@
+# The commands about crash cases: `explore` (every case of some scenarios),
+# `run` (one case, with its timeline), `boundaries` (the fault-free dry run
+# that lists the kill points) and `replay` (one recorded case again), with the
+# progress line and the summary table `explore` prints.  Each parses, calls
+# `faultlab.lab` (imported inside the command, so `--help` stays cheap),
+# prints and returns its exit code.
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+import orjson
+
+from faultlab.cli import options as opt
+from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
+
+if TYPE_CHECKING:
+    from faultlab.lab import CaseResult, ExploreResult, Shard
+
+__all__ = ["boundaries", "explore", "replay", "run"]
+
+
+class _Progress:
+    """A one-line progress display on a terminal; sparse lines elsewhere."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.failed = 0
+
+    def __call__(self, result: CaseResult, done: int, total: int) -> None:
+        self.failed += 1 if result.failed else 0
+        line = f"[{done}/{total}] {self.failed} failing  {result.verdict:5} {result.case.id}"
+        if self.tty:
+            click.echo(f"\r\x1b[K{line}", err=True, nl=done == total)
+        elif done == total or done % max(1, total // 10) == 0:
+            say(line)
+
+
+def _print_summary(result: ExploreResult, report: Path | None) -> None:
+    per: dict[str, Counter[str]] = {}
+    for r in result.results:
+        per.setdefault(Path(r.case.scenario).name, Counter())[r.verdict] += 1
+    width = max((len(name) for name in per), default=8)
+    say(f"{'scenario':{width}}  cases  pass  fail  other")
+    for name, counts in per.items():
+        other = sum(counts.values()) - counts["pass"] - counts["fail"] - counts["unsupported"]
+        say(
+            f"{name:{width}}  {sum(counts.values()):5}  {counts['pass']:4}  "
+            f"{counts['fail']:4}  {other:5}"
+        )
+    failing = [r for r in result.results if r.failed]
+    for r in failing[:20]:
+        say(f"  {r.verdict.upper():5} {r.case.id}: {', '.join(r.codes)}")
+        if r.violations:
+            say(f"        {r.violations[0].message}")
+    if len(failing) > 20:
+        say(f"  ... and {len(failing) - 20} more failing case(s); see the report")
+    unsupported: dict[tuple[str, str], int] = {}
+    for r in result.unsupported:
+        key = (r.case.fault, r.detail)
+        unsupported[key] = unsupported.get(key, 0) + 1
+    for (fault, reason), count in unsupported.items():
+        say(f"  UNSUPPORTED {fault} ({count} scenario(s), not run, not passed): {reason}")
+    codes = Counter(code for r in result.results for code in r.codes)
+    verdict = "all guarantees held" if result.passed else "violations found"
+    if result.passed and unsupported:
+        verdict += " (on the faults this backend supports)"
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items()))
+    say(f"{len(result.results)} case(s) in {result.seconds:.1f}s: {tally}: {verdict}")
+    if codes:
+        say("codes: " + ", ".join(f"{c} x{n}" for c, n in codes.most_common()))
+    if report is not None:
+        say(f"report: {report}")
+
+
+@click.command()
+@click.argument("scenarios", nargs=-1, type=click.Path(path_type=Path))
+@opt.policy
+@opt.target
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Cases run in parallel.",
+)
+@opt.shard
+@click.option(
+    "--faults", default="all", show_default=True, metavar="LIST|all",
+    help="Comma-separated faults to inject (sigkill, power-loss, torn-write, io-error, "
+    "cancel-in-checkpoint, sigterm, crash-in-repair, second-writer, corrupt-committed), or all.",
+)  # fmt: skip
+@opt.timeout
+@opt.json
+@opt.report_dir
+@opt.no_report
+@opt.spawn
+@opt.backend
+@opt.drive
+@guarded
+def explore(
+    scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
+    shard: Shard | None, timeout: float, as_json: bool, report_dir: Path, no_report: bool,
+    spawn: str, faults: str, backend: str | None, drive: str,
+) -> int:  # fmt: skip
+    """Kill the target at every boundary occurrence of every scenario.
+
+    With no SCENARIOS, the bundled scenarios are explored.
+    """
+    from faultlab import lab
+
+    paths: Sequence[Path] = scenarios or (lab.bundled_scenarios(),)
+    for path in paths:
+        if not path.exists():
+            raise UserError(f"{path}: no such scenario file or directory")
+    made = lab.make_target(policy=policy, target=target, backend=backend)
+    lab.check_drive(drive, backend=backend)
+    fault_names = lab.parse_faults(faults, drive=drive)
+    loaded = lab.load_scenarios(paths)
+    say(
+        f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
+        + (", driven over ACP" if drive == "acp" else "")
+        + (f", shard {shard}" if shard else "")
+    )
+    with lab.workdir() as work:
+        result = lab.explore_scenarios(
+            loaded,
+            policy=policy,
+            target=target,
+            jobs=jobs,
+            shard=shard,
+            timeout=timeout,
+            workdir=work,
+            progress=_Progress(),
+            spawn=spawn,
+            faults=fault_names,
+            backend=backend,
+            drive=drive,
+        )
+        report = None
+        if not no_report:
+            info = lab.RunInfo(
+                lab.new_run_id(), tuple(sys.argv), made.command if target else None, policy,
+                timeout, spawn, backend, drive,
+            )  # fmt: skip
+            report = lab.write_report(result, info, report_dir)
+    _print_summary(result, report)
+    if not result.results:
+        say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
+    if as_json:
+        emit_json(
+            {
+                "passed": result.passed,
+                "counts": result.counts,
+                "unsupported": [
+                    {"id": r.case.id, "fault": r.case.fault, "reason": r.detail}
+                    for r in result.unsupported
+                ],
+                "report": str(report) if report else None,
+                "cases": [r.to_json() for r in result.results],
+            }
+        )
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+@click.command()
+@click.argument("scenario", type=click.Path(path_type=Path))
+@click.option(
+    "--at",
+    "occurrence",
+    required=True,
+    metavar="BOUNDARY[#N]",
+    help="The boundary occurrence to kill at, e.g. tool/durable#2.",
+)
+@click.option("--fault", default="sigkill", show_default=True, help="The fault to inject.")
+@opt.policy
+@opt.target
+@opt.timeout
+@opt.json
+@opt.spawn
+@opt.backend
+@opt.drive
+@click.option("--check-determinism", is_flag=True,
+              help="Run the case twice; NONDETERMINISTIC if the runs differ.")  # fmt: skip
+@guarded
+def run(
+    scenario: Path, occurrence: str, fault: str, policy: str | None, target: str | None,
+    timeout: float, as_json: bool, spawn: str, backend: str | None, drive: str,
+    check_determinism: bool,
+) -> int:  # fmt: skip
+    """Run one case and show its timeline."""
+    from faultlab import lab
+
+    with lab.workdir() as work:
+        result = lab.run_single(
+            str(scenario),
+            occurrence,
+            fault=fault,
+            policy=policy,
+            target=target,
+            timeout=timeout,
+            workdir=work,
+            spawn=spawn,
+            backend=backend,
+            drive=drive,
+            check_determinism=check_determinism,
+        )
+        say(f"case {result.case.id}: {result.verdict.upper()} in {result.seconds:.2f}s")
+        trace_path = Path(result.artifacts.get("trace", ""))
+        if trace_path.is_file():
+            say("probe trace (crash run):")
+            for line in trace_path.read_bytes().splitlines():
+                message = orjson.loads(line)
+                if "boundary" in message:
+                    mark = "  <- killed here" if message.get("parked") else ""
+                    say(f"  {message['boundary']}#{message['n']}{mark}")
+        for name in ("crashed", "repaired", "final"):
+            if name in result.artifacts:
+                view = lab.read_any(result.artifacts[name])
+                say(
+                    f"{name} log: {len(view.events)} event(s)"
+                    + (f", {view.torn_bytes} torn byte(s) cut" if view.torn_bytes else "")
+                )
+        for violation in result.violations:
+            say(f"  {violation.code} [{violation.guarantee}]: {violation.message}")
+    if as_json:
+        emit_json(result.to_json())
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+@click.command()
+@click.argument("scenario", type=click.Path(path_type=Path))
+@opt.policy
+@opt.target
+@opt.timeout
+@opt.json
+@opt.spawn
+@opt.backend
+@guarded
+def boundaries(
+    scenario: Path, policy: str | None, target: str | None, timeout: float, as_json: bool,
+    spawn: str, backend: str | None,
+) -> int:  # fmt: skip
+    """Dry run: list every boundary occurrence the scenario reaches."""
+    from faultlab import lab
+
+    with lab.workdir() as work:
+        reference = lab.reference_run(
+            str(scenario),
+            policy=policy,
+            target=target,
+            timeout=timeout,
+            workdir=work,
+            spawn=spawn,
+            backend=backend,
+        )
+    if reference.returncode != 0:
+        say(f"faultlab: the fault-free run exited with status {reference.returncode}:")
+        say(reference.stderr.rstrip())
+        if as_json:
+            emit_json(
+                {
+                    "occurrences": [],
+                    "error": reference.stderr.strip(),
+                    "status": reference.returncode,
+                }
+            )
+        return EXIT_VIOLATIONS
+    occurrences = reference.occurrences
+    for occurrence in occurrences:
+        say(occurrence)
+    missing = lab.check_coverage(reference.scenario, occurrences)
+    for violation in missing:
+        say(f"BOUNDARY_NOT_REACHED: {violation.message}")
+    say(f"{len(occurrences)} occurrence(s)")
+    if as_json:
+        emit_json({"occurrences": occurrences, "notReached": [v.evidence for v in missing]})
+    return EXIT_VIOLATIONS if missing else EXIT_OK
+
+
+@click.command()
+@click.argument("case_id")
+@opt.report_dir
+@opt.json
+@opt.spawn
+@guarded
+def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
+    """Re-run exactly one recorded case.
+
+    --report-dir is a run's directory, or a reports directory (its newest run).
+    """
+    from faultlab import lab
+
+    found = lab.find_case(report_dir, case_id)
+    if found is None:
+        known = lab.recorded_ids(report_dir)
+        hint = f" (it has {len(known)} case(s), e.g. {known[0]})" if known else ""
+        raise UserError(f"case {case_id!r} is not in {report_dir / 'latest'}{hint}")
+    record, info = found
+    with lab.workdir() as work:
+        result = lab.run_single(
+            record["scenario"],
+            record["occurrence"],
+            fault=record["fault"],
+            policy=info.get("policy"),
+            target=info.get("target"),
+            timeout=info.get("timeout", 60.0),
+            workdir=work,
+            spawn=spawn,
+            backend=info.get("backend"),
+            drive=info.get("drive", "classic"),
+        )
+    same = result.verdict == record["verdict"] and list(result.codes) == record["codes"]
+    say(
+        f"case {case_id}: {result.verdict.upper()} {list(result.codes)}; recorded "
+        f"{record['verdict'].upper()} {record['codes']}: "
+        + ("same verdict" if same else "DIFFERENT verdict")
+    )
+    for violation in result.violations:
+        say(f"  {violation.code}: {violation.message}")
+    if as_json:
+        emit_json({**result.to_json(), "sameAsRecorded": same})
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS

@@ -1,0 +1,98 @@
+# How every command ends: people's output on stderr, `--json` output on
+# stdout, and one exit code.  `guarded` turns a user's mistake into one line
+# and exit 2, and a bug into a traceback and exit 3; `FaultlabGroup` does the
+# same for click's own usage errors.  The command modules all import this one,
+# and it imports none of them.
+from __future__ import annotations
+
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, NoReturn, TypeVar
+
+import click
+import orjson
+
+__all__ = [
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "EXIT_VIOLATIONS",
+    "FaultlabGroup",
+    "UserError",
+    "emit_json",
+    "guarded",
+    "say",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class UserError(Exception):
+    """A mistake of the user's: one line, exit 2."""
+
+
+def say(text: str = "") -> None:
+    click.echo(text, err=True)
+
+
+def emit_json(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+def guarded(command: F) -> F:
+    """Turn user mistakes into one line + exit 2 and bugs into exit 3."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> NoReturn:
+        from faultlab import lab
+        from faultlab.probe import ProbeError
+        from faultlab.scenario import ScenarioError
+
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            code = command(*args, **kwargs)
+        except (UserError, ScenarioError, ProbeError, lab.LabUsageError) as exc:
+            say(f"faultlab: error: {exc}")
+            code = EXIT_USAGE
+        except KeyboardInterrupt:
+            say("faultlab: interrupted; every child process was killed")
+            code = EXIT_INTERRUPTED
+        except Exception:
+            say("faultlab: internal error (a bug in faultlab, please report it):")
+            say(traceback.format_exc().rstrip())
+            code = EXIT_INTERNAL
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        sys.exit(code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+class FaultlabGroup(click.Group):
+    """Usage errors as one line (`faultlab: error: ...`) and exit 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except click.UsageError as exc:
+            where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
+            say(f"faultlab: error: {where}{exc.format_message()}")
+            sys.exit(EXIT_USAGE)
+        except click.ClickException as exc:
+            say(f"faultlab: error: {exc.format_message()}")
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            say("faultlab: interrupted")
+            sys.exit(EXIT_INTERRUPTED)

@@ -1,5 +1,7 @@
 # Scenario files -> validated, frozen `Scenario` objects, and back to TOML.
-# The values live in `model`, the reader in `parse`, the writer in `write`.
+# The values live in `model`, the reader in `parse` (with `tables` checking
+# single values, `locate` finding their lines, `chunking` splitting streamed
+# text), the writer in `write`.
 from __future__ import annotations
 
 from faultlab.scenario.model import (

@@ -1,30 +1,27 @@
 # Scenario TOML text -> validated, frozen `Scenario` (docs/scenario-format.md).
 #
-# This module owns the checking of a scenario file: the allowed keys, types and
-# ranges of every table, the cross-references between tools, steps and
-# expectations, the chunking of streamed text, and a best-effort locator that
-# maps a field path back to the line of the raw text it came from.  Every
-# problem is raised as a `ScenarioError`; the public entry points live in
+# This module owns the entry points (`parse_scenario`, `load_scenario`) and
+# the format's structure: which keys every table allows, which are required,
+# and the cross-references between tools, steps, branches and expectations
+# (unknown tools, call cycles, branches that can never match).  Reading and
+# checking single values is `faultlab.scenario.tables`'s, splitting streamed
+# text `faultlab.scenario.chunking`'s.  Every problem is raised as a
+# `ScenarioError`; the public entry points are re-exported by
 # `faultlab.scenario`.
 from __future__ import annotations
 
 import copy
-import itertools
-import json
 import math
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
-from faultlab.probe import FAULTS, ProbeError, parse_occurrence
+from faultlab.scenario.chunking import chunk_text
+from faultlab.scenario.locate import FieldPath
 from faultlab.scenario.model import (
-    BACKENDS,
-    BRANCH_CODES,
-    EFFECTS,
     FORMAT_VERSION,
-    POLICIES,
     Branch,
     Effect,
     Expectation,
@@ -37,11 +34,9 @@ from faultlab.scenario.model import (
     ToolSpec,
     Turn,
 )
+from faultlab.scenario.tables import Context, Table, join_names, type_name
 
-__all__ = ["SCENARIO_NAME", "chunk_text", "load_scenario", "locate", "parse", "parse_scenario"]
-
-T = TypeVar("T")
-FieldPath = tuple[str | int, ...]
+__all__ = ["SCENARIO_NAME", "load_scenario", "parse", "parse_scenario"]
 
 # Codes of the synthetic results crash repair adds (`[[expect]] repair`).
 REPAIR_CODES = ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN")
@@ -61,32 +56,11 @@ _BRANCH_KEYS = ("when", "tool", *_CONTENT_KEYS)
 _CALL_KEYS = ("tool", "arguments")
 _EXPECT_KEYS = ("at", "fault", "repair", "ledger")
 
-# Integer keys -> inclusive (low, high); None: no upper bound.
-_RANGES: dict[str, tuple[int, int | None]] = {
-    "max_parallel_tools": (1, 64),
-    "latency_ms": (0, 60_000),
-    "delay_ms": (0, 60_000),
-    "chunk_delay_ms": (0, 60_000),
-    "repeat": (1, 100_000),
-    "chunks": (1, None),
-    "chunk_size": (1, None),
-}
-# String keys with a closed set of values -> (what they are called, the values).
-_CHOICES: dict[str, tuple[str, Sequence[str]]] = {
-    "policy": ("policy", POLICIES),
-    "backend": ("backend", BACKENDS),
-    "effect": ("effect", EFFECTS),
-    "fault": ("fault", FAULTS),
-    "when": ("error code", BRANCH_CODES),
-}
 SCENARIO_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_ERROR = re.compile(
     r"^(?P<msg>.*) \(at (?:line (?P<line>\d+), column (?P<col>\d+)|end of document)\)$"
 )
-_TOML_NAMES: dict[type, str] = {
-    bool: "boolean", int: "integer", float: "float", str: "string", dict: "table", list: "array",
-}  # fmt: skip
 _NO_TOOL_WAIT = "the model would be asked for a step that does not exist"
 
 
@@ -96,7 +70,7 @@ def parse(text: str, *, path: str) -> Scenario:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _syntax_error(path, text, str(exc)) from None
-    return _scenario(_Context(path, text), data)
+    return _scenario(Context(path, text), data)
 
 
 def _syntax_error(path: str, text: str, message: str) -> ScenarioError:
@@ -110,284 +84,11 @@ def _syntax_error(path: str, text: str, message: str) -> ScenarioError:
     return ScenarioError(path, "", problem, int(match["line"]))
 
 
-# --- chunking ---------------------------------------------------------------
-
-_WORD = re.compile(r"\s*\S+\s*|\s+")
-
-
-def chunk_text(
-    text: str, *, chunks: int | None = None, chunk_size: int | None = None
-) -> tuple[str, ...]:
-    """Split `text` into stream chunks; joining them gives `text` back.
-
-    Default: split after each run of whitespace.  `chunks=N`: N near-equal pieces
-    (at most one per character).  `chunk_size=K`: pieces of K characters.
-    """
-    if not text:
-        return ()
-    if chunk_size is not None:
-        return tuple(text[i : i + chunk_size] for i in range(0, len(text), chunk_size))
-    if chunks is not None:
-        count = min(chunks, len(text))
-        small, extra = divmod(len(text), count)
-        bounds = [i * small + min(i, extra) for i in range(count + 1)]
-        return tuple(text[a:b] for a, b in itertools.pairwise(bounds))
-    return tuple(_WORD.findall(text))
-
-
-# --- locating a field path in the raw text ----------------------------------
-
-_KEY_PART = re.compile(r"""[ \t]*(?:([A-Za-z0-9_-]+)|"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)')[ \t]*""")
-_STRINGS = re.compile(r""""(?:[^"\\\n]|\\.)*"|'[^'\n]*'""")
-
-
-class _Locator:
-    """Maps field paths to line numbers by scanning the raw TOML lines.
-
-    It tracks `[table]` and `[[array]]` headers (with per-array occurrence
-    counts, so `[[turns.steps]]` under the second `[[turns]]` is
-    `turns[1].steps[0]`) and `key = value` lines, including dotted keys.  A
-    field inside a value (an inline table, or an array written on one or more
-    lines) is found at the line of its key.  Whatever the scan cannot follow
-    is left out, so a lookup gives None rather than a wrong line.
-    """
-
-    def __init__(self, text: str) -> None:
-        self._keys: dict[FieldPath, int] = {}
-        self._tables: dict[FieldPath, int] = {}
-        self._scan(text.splitlines())
-
-    def line_of(self, path: FieldPath) -> int | None:
-        if not path:
-            return None
-        for end in range(len(path), 0, -1):
-            if path[:end] in self._keys:
-                return self._keys[path[:end]]
-        if path in self._tables:
-            return self._tables[path]
-        entries = (*self._keys.items(), *self._tables.items())
-        return min((n for p, n in entries if p[: len(path)] == path), default=None)
-
-    def _scan(self, lines: Sequence[str]) -> None:
-        table: FieldPath | None = ()
-        counts: dict[FieldPath, int] = {}
-        open_string: str | None = None  # closing quotes of a multi-line string
-        depth = 0  # brackets left open by a multi-line value
-        for number, raw in enumerate(lines, 1):
-            if open_string is not None:
-                if raw.count(open_string) % 2:
-                    open_string = None
-                continue
-            if depth > 0:
-                depth += _bracket_balance(raw)
-                continue
-            line = raw.lstrip()
-            if line.startswith("["):
-                table = _header_path(line, counts)
-                if table is not None:
-                    self._tables.setdefault(table, number)
-                continue
-            parsed = _read_key(line, 0)
-            if parsed is None or not line.startswith("=", parsed[1]):
-                continue
-            if table is not None:
-                self._keys.setdefault(table + tuple(parsed[0]), number)
-            value = line[parsed[1] + 1 :].strip()
-            open_string = _opens_multiline_string(value)
-            depth = _bracket_balance(value)
-
-
-def locate(text: str, path: FieldPath) -> int | None:
-    """Best-effort line of `path` (e.g. `("tools", "deploy", "latency_ms")`) in `text`."""
-    return _Locator(text).line_of(path)
-
-
-def _read_key(line: str, pos: int) -> tuple[list[str], int] | None:
-    """Read a (dotted) key at `pos`; return its parts and where it ends."""
-    parts: list[str] = []
-    while True:
-        match = _KEY_PART.match(line, pos)
-        if match is None:
-            return None
-        # An escaped quoted key is kept as written: it then matches no field.
-        parts.append(next(p for p in match.groups() if p is not None))
-        pos = match.end()
-        if not line.startswith(".", pos):
-            return parts, pos
-        pos += 1
-
-
-def _header_path(line: str, counts: dict[FieldPath, int]) -> FieldPath | None:
-    is_array = line.startswith("[[")
-    parsed = _read_key(line, 2 if is_array else 1)
-    if parsed is None or not line.startswith("]]" if is_array else "]", parsed[1]):
-        return None
-    path: FieldPath = ()
-    for i, part in enumerate(parsed[0]):
-        path += (part,)
-        if is_array and i == len(parsed[0]) - 1:
-            counts[path] = counts.get(path, 0) + 1
-            path += (counts[path] - 1,)
-        elif path in counts:
-            path += (counts[path] - 1,)
-    return path
-
-
-def _opens_multiline_string(value: str) -> str | None:
-    for quotes in ('"""', "'''"):
-        if value.startswith(quotes) and value.count(quotes) == 1:
-            return quotes
-    return None
-
-
-def _bracket_balance(value: str) -> int:
-    code = _STRINGS.sub("", value).split("#", 1)[0]
-    return code.count("[") + code.count("{") - code.count("]") - code.count("}")
-
-
-# --- reading tables ---------------------------------------------------------
-
-
-def _show(path: FieldPath) -> str:
-    shown = ""
-    for part in path:
-        if isinstance(part, int):
-            shown += f"[{part}]"
-        else:
-            key = part if _TOOL_NAME.fullmatch(part) else json.dumps(part, ensure_ascii=False)
-            shown += f".{key}" if shown else key
-    return shown
-
-
-def _type_name(value: object) -> str:
-    return _TOML_NAMES.get(type(value), type(value).__name__)  # or date, time, datetime
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, bool):
-        return f"boolean {str(value).lower()}"
-    if isinstance(value, str):
-        return f"string {value[:40]!r}" + ("..." if len(value) > 40 else "")
-    if isinstance(value, int | float):
-        return f"{_type_name(value)} {value}"
-    return _type_name(value)
-
-
-def _names(names: Iterable[str]) -> str:
-    return ", ".join(names) or "none"
-
-
-class _Context:
-    """The file being parsed: builds errors that name file, line and field."""
-
-    def __init__(self, path: str, text: str) -> None:
-        self.path = path
-        self._text = text
-        self._locator: _Locator | None = None
-
-    def error(
-        self, at: FieldPath, problem: str, *, line_at: FieldPath | None = None
-    ) -> ScenarioError:
-        if self._locator is None:
-            self._locator = _Locator(self._text)
-        line = self._locator.line_of(at if line_at is None else line_at)
-        return ScenarioError(self.path, _show(at), problem, line)
-
-    def check_type(self, at: FieldPath, value: object, kind: type[T]) -> T:
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise self.error(at, f"expected {_TOML_NAMES[kind]}, got {_describe(value)}")
-        return value
-
-    def check_range(self, at: FieldPath, value: int, low: int, high: int | None) -> int:
-        if high is None and value < low:
-            raise self.error(at, f"must be >= {low}, got {value}")
-        if high is not None and not low <= value <= high:
-            raise self.error(at, f"must be between {low} and {high}, got {value}")
-        return value
-
-    def check_tool(self, at: FieldPath, name: str, tools: Sequence[str]) -> str:
-        if name not in tools:
-            raise self.error(at, f"unknown tool {name!r} (tools: {_names(tools)})")
-        return name
-
-    def occurrence(self, at: FieldPath, text: str) -> tuple[str, int]:
-        try:
-            return parse_occurrence(text)
-        except ProbeError as exc:
-            raise self.error(at, str(exc)) from None
-
-
-class _Table:
-    """One TOML table at `path`, with its keys checked against `allowed`."""
-
-    def __init__(
-        self, ctx: _Context, path: FieldPath, data: object, allowed: Sequence[str]
-    ) -> None:
-        self.ctx = ctx
-        self.path = path
-        self.data: dict[str, Any] = ctx.check_type(path, data, dict)
-        for key in self.data:
-            if key not in allowed:
-                problem = f"unknown key {key!r} (allowed: {', '.join(allowed)})"
-                raise ctx.error((*path, key), problem)
-
-    def at(self, *key: str | int) -> FieldPath:
-        return (*self.path, *key)
-
-    def get(self, key: str, kind: type[T]) -> T | None:
-        if key not in self.data:
-            return None
-        return self.ctx.check_type(self.at(key), self.data[key], kind)
-
-    def require(self, key: str, kind: type[T]) -> T:
-        value = self.get(key, kind)
-        if value is None:
-            raise self.ctx.error(self.at(key), "required key is missing", line_at=self.path)
-        return value
-
-    def string(self, key: str, default: str) -> str:
-        value = self.get(key, str)
-        return default if value is None else value
-
-    def boolean(self, key: str, default: bool = False) -> bool:
-        value = self.get(key, bool)
-        return default if value is None else value
-
-    def optional_integer(self, key: str) -> int | None:
-        value = self.get(key, int)
-        if value is None or key not in _RANGES:
-            return value
-        return self.ctx.check_range(self.at(key), value, *_RANGES[key])
-
-    def integer(self, key: str, default: int) -> int:
-        value = self.optional_integer(key)
-        return default if value is None else value
-
-    def choice(self, key: str, default: str | None = None) -> str:
-        value = self.require(key, str) if default is None else self.string(key, default)
-        label, valid = _CHOICES[key]
-        if value not in valid:
-            problem = f"unknown {label} {value!r} (valid: {_names(valid)})"
-            raise self.ctx.error(self.at(key), problem)
-        return value
-
-    def tables(self, key: str, allowed: Sequence[str], *, required: bool = False) -> list[_Table]:
-        items = self.require(key, list) if required else (self.get(key, list) or [])
-        return [_Table(self.ctx, self.at(key, i), item, allowed) for i, item in enumerate(items)]
-
-    def strings(self, key: str) -> list[tuple[FieldPath, str]] | None:
-        items = self.get(key, list)
-        if items is None:
-            return None
-        paths = [self.at(key, i) for i in range(len(items))]
-        return [(p, self.ctx.check_type(p, v, str)) for p, v in zip(paths, items, strict=True)]
-
-
 # --- the scenario -----------------------------------------------------------
 
 
-def _scenario(ctx: _Context, data: dict[str, Any]) -> Scenario:
-    top = _Table(ctx, (), data, _TOP_KEYS)
+def _scenario(ctx: Context, data: dict[str, Any]) -> Scenario:
+    top = Table(ctx, (), data, _TOP_KEYS)
     if (version := top.integer("format", FORMAT_VERSION)) != FORMAT_VERSION:
         raise ctx.error(("format",), f"unsupported format {version} (supported: {FORMAT_VERSION})")
     name = top.require("name", str)
@@ -418,19 +119,19 @@ def _scenario(ctx: _Context, data: dict[str, Any]) -> Scenario:
     )
 
 
-def _tools(top: _Table) -> tuple[ToolSpec, ...]:
+def _tools(top: Table) -> tuple[ToolSpec, ...]:
     raw = top.get("tools", dict) or {}
     names = tuple(raw)
     for name in names:
         if not _TOOL_NAME.fullmatch(name):
             problem = f"tool name must be non-empty letters, digits, '_', '-'; got {name!r}"
             raise top.ctx.error(("tools", name), problem)
-    tools = tuple(_tool(n, _Table(top.ctx, ("tools", n), raw[n], _TOOL_KEYS), names) for n in names)
+    tools = tuple(_tool(n, Table(top.ctx, ("tools", n), raw[n], _TOOL_KEYS), names) for n in names)
     _check_no_cycle(top.ctx, tools)
     return tools
 
 
-def _tool(name: str, t: _Table, names: Sequence[str]) -> ToolSpec:
+def _tool(name: str, t: Table, names: Sequence[str]) -> ToolSpec:
     read_only = t.boolean("read_only")
     effect = cast(Effect, t.choice("effect", "none"))
     if read_only and effect == "ledger":
@@ -453,7 +154,7 @@ def _tool(name: str, t: _Table, names: Sequence[str]) -> ToolSpec:
     )
 
 
-def _calls(t: _Table, key: str, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+def _calls(t: Table, key: str, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
     calls = []
     for call in t.tables(key, _CALL_KEYS):
         tool = t.ctx.check_tool(call.at("tool"), call.require("tool", str), names)
@@ -463,7 +164,7 @@ def _calls(t: _Table, key: str, names: Sequence[str]) -> list[tuple[str, dict[st
     return calls
 
 
-def _check_json(ctx: _Context, at: FieldPath, value: object) -> None:
+def _check_json(ctx: Context, at: FieldPath, value: object) -> None:
     """Arguments are logged as JSON: no dates or times, no nan or inf."""
     if isinstance(value, dict):
         for key, item in value.items():
@@ -474,10 +175,10 @@ def _check_json(ctx: _Context, at: FieldPath, value: object) -> None:
     elif isinstance(value, float) and not math.isfinite(value):
         raise ctx.error(at, f"{value} cannot be sent as JSON")
     elif not isinstance(value, str | int | float):
-        raise ctx.error(at, f"a {_type_name(value)} cannot be sent as JSON")
+        raise ctx.error(at, f"a {type_name(value)} cannot be sent as JSON")
 
 
-def _check_no_cycle(ctx: _Context, tools: Sequence[ToolSpec]) -> None:
+def _check_no_cycle(ctx: Context, tools: Sequence[ToolSpec]) -> None:
     callees = {spec.name: [call.tool for call in spec.calls] for spec in tools}
     done: set[str] = set()
 
@@ -497,14 +198,14 @@ def _check_no_cycle(ctx: _Context, tools: Sequence[ToolSpec]) -> None:
             visit([spec.name])
 
 
-def _turns(top: _Table, tools: Sequence[ToolSpec]) -> tuple[Turn, ...]:
+def _turns(top: Table, tools: Sequence[ToolSpec]) -> tuple[Turn, ...]:
     tables = top.tables("turns", _TURN_KEYS, required=True)
     if not tables:
         raise top.ctx.error(("turns",), "at least one turn is required")
     return tuple(_turn(t, tools) for t in tables)
 
 
-def _turn(t: _Table, tools: Sequence[ToolSpec]) -> Turn:
+def _turn(t: Table, tools: Sequence[ToolSpec]) -> Turn:
     user = t.require("user", str)
     tables = t.tables("steps", _STEP_KEYS, required=True)
     if not tables:
@@ -519,7 +220,7 @@ def _turn(t: _Table, tools: Sequence[ToolSpec]) -> Turn:
     return Turn(user=user, steps=steps)
 
 
-def _step(t: _Table, names: Sequence[str]) -> Step:
+def _step(t: Table, names: Sequence[str]) -> Step:
     chunks, tool_calls = _content(t, names, "step")
     return Step(
         chunks=chunks,
@@ -530,7 +231,7 @@ def _step(t: _Table, names: Sequence[str]) -> Step:
     )
 
 
-def _branch(t: _Table, names: Sequence[str]) -> Branch:
+def _branch(t: Table, names: Sequence[str]) -> Branch:
     when = t.choice("when")
     tool = t.get("tool", str)
     if tool is not None:
@@ -540,7 +241,7 @@ def _branch(t: _Table, names: Sequence[str]) -> Branch:
 
 
 def _content(
-    t: _Table, names: Sequence[str], what: str
+    t: Table, names: Sequence[str], what: str
 ) -> tuple[tuple[str, ...], tuple[ToolCallSpec, ...]]:
     """The streamed chunks and tool calls of a step or branch."""
     text = t.string("text", "") * t.integer("repeat", 1)
@@ -559,7 +260,7 @@ def _tools_called(step: Step) -> tuple[str, ...]:
 
 
 def _check_branch(
-    ctx: _Context, at: FieldPath, branch: Branch, previous: Step | None, tools: Sequence[ToolSpec]
+    ctx: Context, at: FieldPath, branch: Branch, previous: Step | None, tools: Sequence[ToolSpec]
 ) -> None:
     """Reject a branch that can never match (docs/scenario-format.md)."""
     if previous is None:
@@ -571,17 +272,19 @@ def _check_branch(
     if branch.tool is not None and branch.tool not in called:
         problem = (
             f"can never match: the previous step never calls {branch.tool!r}"
-            f" (it calls: {_names(called)})"
+            f" (it calls: {join_names(called)})"
         )
         raise ctx.error((*at, "tool"), problem)
     if branch.when == "TOOL_FAILED":
         watched = (branch.tool,) if branch.tool is not None else called
         if not any(spec.fails for spec in tools if spec.name in watched):
-            problem = f"TOOL_FAILED can never match: no tool of {_names(watched)} has fails = true"
+            problem = (
+                f"TOOL_FAILED can never match: no tool of {join_names(watched)} has fails = true"
+            )
             raise ctx.error((*at, "when"), problem)
 
 
-def _check_last_step(ctx: _Context, at: FieldPath, step: Step) -> None:
+def _check_last_step(ctx: Context, at: FieldPath, step: Step) -> None:
     if step.tool_calls:
         problem = f"the last step of a turn cannot call tools: {_NO_TOOL_WAIT}"
         raise ctx.error((*at, "tool_calls"), problem)
@@ -591,13 +294,14 @@ def _check_last_step(ctx: _Context, at: FieldPath, step: Step) -> None:
             raise ctx.error((*at, "branches", j, "tool_calls"), problem)
 
 
-def _expectation(t: _Table, tools: Sequence[ToolSpec]) -> Expectation:
+def _expectation(t: Table, tools: Sequence[ToolSpec]) -> Expectation:
     name, n = t.ctx.occurrence(t.at("at"), t.require("at", str))
     fault = t.choice("fault", "sigkill")
     repair = t.strings("repair")
     for at, code in repair or []:
         if code not in REPAIR_CODES:
-            raise t.ctx.error(at, f"unknown repair code {code!r} (valid: {_names(REPAIR_CODES)})")
+            problem = f"unknown repair code {code!r} (valid: {join_names(REPAIR_CODES)})"
+            raise t.ctx.error(at, problem)
     ledger = t.get("ledger", dict)
     for tool, count in (ledger or {}).items():
         at = t.at("ledger", tool)

@@ -12,8 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from faultlab.scenario.chunking import chunk_text
 from faultlab.scenario.model import Branch, Expectation, Scenario, Step, ToolCallSpec, ToolSpec
-from faultlab.scenario.parse import chunk_text
 
 __all__ = ["dump", "dump_scenario"]
 

@@ -34,7 +34,7 @@ from faultlab.scenario import (
     ToolSpec,
     Turn,
 )
-from faultlab.scenario.parse import chunk_text
+from faultlab.scenario.chunking import chunk_text
 
 __all__ = ["Limits", "cases_on", "scenario_shapes"]
 

@@ -35,7 +35,8 @@ from faultlab.lab.oracle.expected import expected_repair
 from faultlab.lab.process.forkserver import shared_servers
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
 from faultlab.lab.process.scratch import scratch_root
-from faultlab.lab.read.jsonl import Loads, read_log_file
+from faultlab.lab.read.jsonl import read_log_file
+from faultlab.lab.read.lines import Loads
 from faultlab.runtime.agent import Agent
 from faultlab.runtime.backends import JsonlBackend
 from faultlab.runtime.checkpoints import policy_plugin

@@ -17,7 +17,8 @@ import orjson
 from faultlab.bench.common import BenchError, Say, median, quiet, side_by_side
 from faultlab.bench.synthlog import TOOLS_TOML, SyntheticLog, write_synthetic_log
 from faultlab.lab.oracle.expected import expected_repair
-from faultlab.lab.read.jsonl import Loads, read_log_file
+from faultlab.lab.read.jsonl import read_log_file
+from faultlab.lab.read.lines import Loads
 from faultlab.scenario import parse_scenario
 
 __all__ = ["LogReload", "ReloadShape", "log_reload"]

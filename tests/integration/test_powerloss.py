@@ -16,15 +16,13 @@ import pytest
 from faultlab import lab
 from faultlab.lab.faults.powerloss import (
     OFFLINE_CODES,
-    POWER_FAULTS,
     _ledger_at,
     check_state,
-    derive_states,
     offline_rate,
     plan_power_cases,
     run_power_case,
-    states_at,
 )
+from faultlab.lab.faults.powerstates import POWER_FAULTS, derive_states, states_at
 from faultlab.lab.oracle.case import Case
 from faultlab.lab.oracle.checks import Observation, check_case, event_key
 from faultlab.lab.process.reference import (
@@ -35,7 +33,8 @@ from faultlab.lab.process.reference import (
     run_to_exit,
 )
 from faultlab.lab.process.target import session_files
-from faultlab.lab.read.jsonl import LogView, parse_log
+from faultlab.lab.read.jsonl import parse_log
+from faultlab.lab.read.view import LogView
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYMENT = str(ROOT / "scenarios" / "payment.toml")

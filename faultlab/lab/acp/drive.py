@@ -43,7 +43,8 @@ from faultlab.lab.process.reference import (
 )
 from faultlab.lab.process.spawn import ChildExit, ChildHung
 from faultlab.lab.process.target import LEDGER_NAME, LOG_NAME
-from faultlab.lab.read.jsonl import LogView, parse_log
+from faultlab.lab.read.jsonl import parse_log
+from faultlab.lab.read.view import LogView
 from faultlab.scenario import Scenario
 
 __all__ = [

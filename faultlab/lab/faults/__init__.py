@@ -1,6 +1,7 @@
 # How a target is hurt: the crash phase and SIGKILL, the live faults (io-error,
 # cancellation, graceful stop, crash in repair, second writer), power loss and
-# torn writes derived offline, and corruption of the committed log.
+# torn writes derived offline (the crash states in powerstates.py, the cases in
+# powerloss.py), and corruption of the committed log.
 from __future__ import annotations
 
 from faultlab.lab.faults.corruption import (
@@ -17,18 +18,20 @@ from faultlab.lab.faults.live import (
 )
 from faultlab.lab.faults.powerloss import (
     OFFLINE_CODES,
+    check_state,
+    offline_rate,
+    plan_power_cases,
+    run_power_case,
+)
+from faultlab.lab.faults.powerstates import (
     PAGE,
     POWER_FAULTS,
     CrashState,
     FileState,
     UnsupportedTrace,
-    check_state,
     derive_states,
     file_states,
-    offline_rate,
-    plan_power_cases,
     representative,
-    run_power_case,
     states_at,
     unsupported,
 )

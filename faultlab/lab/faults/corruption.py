@@ -31,7 +31,8 @@ from faultlab.lab.process.reference import (
 )
 from faultlab.lab.process.spawn import ChildExit, ChildHung
 from faultlab.lab.process.target import session_files
-from faultlab.lab.read.jsonl import CORRUPT_COMMITTED_LOG, parse_log
+from faultlab.lab.read.jsonl import parse_log
+from faultlab.lab.read.view import CORRUPT_COMMITTED_LOG
 
 __all__ = [
     "CORRUPT_FAULT",

@@ -9,7 +9,8 @@
 #                         repair; the next load converges     G8
 #   second-writer         a second writer on the live session is refused and
 #                         the log never forks                 SEQ_FORK
-# power-loss and torn-write are derived offline (faultlab/lab/faults/powerloss.py).
+# power-loss and torn-write are derived offline (faultlab/lab/faults/powerstates.py,
+# powerloss.py).
 from __future__ import annotations
 
 import dataclasses
@@ -35,7 +36,7 @@ from faultlab.lab.process.reference import (
 )
 from faultlab.lab.process.spawn import Child, ChildHung
 from faultlab.lab.process.target import session_files
-from faultlab.lab.read.jsonl import LogView
+from faultlab.lab.read.view import LogView
 
 __all__ = ["LIVE_FAULTS", "plan_fault_cases", "run_fault_case"]
 

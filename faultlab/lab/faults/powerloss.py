@@ -1,36 +1,34 @@
-# The `power-loss` and `torn-write` faults, derived offline from one recorded
-# run.  A SIGKILL loses only what the process had not handed to the kernel; a
-# power loss also drops every byte written after the file's last fsync, and a
-# new file whose directory was never fsynced vanishes.  The probe trace of the
-# fault-free run says, fact by fact, what each file held and what was durable
-# (create, dirsync, write, fsync, truncate, cut); the log is append-only and
-# deterministic, so the bytes it held at any moment are a prefix of its final
-# bytes.  One reference run therefore yields every crash state at every
-# `flush/written` occurrence without another process:
-#   power-loss  each file cut back to its last fsynced size ("synced")
-#   torn-write  as power-loss, but a prefix of the unsynced bytes survives,
-#               cut in the middle of a line, on a line boundary, and at each
-#               4 KiB page boundary inside the unsynced range
-# Each state is checked offline for the durable-log guarantees (G1, G2, G4,
-# G5, and G7 on the lab's expected repair); one representative state per case
-# is then written into a fresh session directory and recovered by the real
-# target (`--resume --repair-only`, `--resume`) under the full oracle, so G3,
-# G6 and G8 are checked too.  This module never imports the runtime.
+# The `power-loss` and `torn-write` faults as cases: one per `flush/written`
+# occurrence of the fault-free run, each judged on the crash states derived
+# offline from that one run (powerstates.py).  Each state is checked offline
+# for the durable-log guarantees (G1, G2, G4, G5, and G7 on the lab's expected
+# repair); one representative state per case is then written into a fresh
+# session directory and recovered by the real target (`--resume
+# --repair-only`, `--resume`) under the full oracle, so G3, G6 and G8 are
+# checked too.  Also `offline_rate`, the speed of the offline check against
+# real SIGKILL cases, for `faultlab bench`.  This module never imports the
+# runtime.
 from __future__ import annotations
 
-import itertools
-import os
 import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.powerstates import (
+    POWER_FAULTS,
+    WRITTEN,
+    CrashState,
+    UnsupportedTrace,
+    derive_states,
+    representative,
+    unsupported,
+)
 from faultlab.lab.faults.sigkill import recover, run_case
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.checks import (
@@ -44,34 +42,17 @@ from faultlab.lab.oracle.validity import check_history
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference, slug, write_trace
 from faultlab.lab.process.spawn import ChildHung
 from faultlab.lab.process.target import bundled_scenarios, reference_target, session_files
-from faultlab.lab.read.jsonl import LogView, parse_log
+from faultlab.lab.read.view import LogView
 from faultlab.scenario import load_scenario
 
 __all__ = [
     "OFFLINE_CODES",
-    "PAGE",
-    "POWER_FAULTS",
-    "CrashState",
-    "FileState",
-    "UnsupportedTrace",
     "check_state",
-    "derive_states",
-    "file_states",
     "offline_rate",
     "plan_power_cases",
-    "representative",
     "run_power_case",
-    "states_at",
-    "unsupported",
 ]
 
-POWER_FAULTS = ("power-loss", "torn-write")
-WRITTEN = "flush/written"
-PAGE = 4096
-# A batch of many lines (a long stream, or a target that never fsyncs) would
-# give two states per line: beyond this many lines, evenly spaced ones are kept
-# (always the first and the last).
-MAX_LINES = 64
 # The bytes of this many failing states are kept in a case's directory (all
 # of them are listed in its states.jsonl, and derive_states regenerates any).
 SAVED_STATES = 10
@@ -89,220 +70,6 @@ OFFLINE_CODES = frozenset(
         "PROVIDER_INVALID_HISTORY",
     }
 )
-
-
-class UnsupportedTrace(Exception):
-    """The trace cannot give this fault's crash states (FAULT_UNSUPPORTED)."""
-
-
-@dataclass(frozen=True, slots=True)
-class FileState:
-    """What the trace says about one file at one point of the run.
-
-    ``written``: bytes the kernel held; ``synced``: bytes an fsync made
-    durable; ``linked``: its directory entry is durable (it was not created
-    in this run, or a ``dirsync`` of its directory followed its ``create``).
-    """
-
-    path: str
-    written: int
-    synced: int
-    linked: bool
-    created: bool = False
-
-    @property
-    def durable(self) -> int | None:
-        """The file's size after a power loss; ``None``: the file vanishes."""
-        return self.synced if self.linked else None
-
-
-@dataclass(frozen=True, slots=True)
-class CrashState:
-    """One state the log may be found in after the fault.
-
-    ``log`` is its bytes (``None``: the file vanished); ``trace`` is the probe
-    trace up to and including the crash point (the ``flush/written``
-    occurrence, marked parked); ``synced`` / ``written`` are the log's durable
-    and written sizes at that point.
-    """
-
-    label: str
-    log: bytes | None
-    trace: tuple[dict[str, Any], ...]
-    synced: int = 0
-    written: int = 0
-
-    @property
-    def vanished(self) -> bool:
-        return self.log is None
-
-    def view(self, path: str) -> LogView:
-        """The log as the lab's reader sees it (a torn tail is cut)."""
-        if self.log is None:
-            return LogView(path, False, None, (), 0, 0, 0, ())
-        return parse_log(self.log, path)
-
-
-# -- the file rules ---------------------------------------------------------
-
-
-def _same_dir(path: str, directory: str) -> bool:
-    return os.path.normpath(os.path.dirname(path)) == os.path.normpath(directory)
-
-
-def file_states(trace: Iterable[dict[str, Any]]) -> dict[str, FileState]:
-    """Every file the trace's facts name, as it stands after the last message.
-
-    A file first named by a fact other than ``create`` existed before the run:
-    its entry is durable, and so are the bytes before its first reported write
-    (``offset``) or fsync (``size``).
-    """
-    files: dict[str, FileState] = {}
-
-    def known(path: str, size: int) -> FileState:
-        return files.get(path) or FileState(path, size, size, linked=True)
-
-    for message in trace:
-        kind = message.get("fact")
-        if kind is None:
-            continue
-        if kind == "dirsync":
-            directory = str(message.get("dir", ""))
-            for name, state in list(files.items()):
-                if state.created and not state.linked and _same_dir(name, directory):
-                    files[name] = replace(state, linked=True)
-            continue
-        path = message.get("file")
-        if not isinstance(path, str):
-            continue
-        size = _int(message.get("size"))
-        if kind == "create":
-            files[path] = FileState(path, size, size, linked=False, created=True)
-        elif kind == "write":
-            offset, count = _int(message.get("offset")), _int(message.get("bytes"))
-            files[path] = replace(known(path, offset), written=offset + count)
-        elif kind == "fsync":
-            state = known(path, size)
-            files[path] = replace(state, written=max(state.written, size), synced=size)
-        elif kind in ("truncate", "cut"):
-            # Not fsynced: the file is shorter now, its durable size no longer
-            # than before (the fsync that follows a cut makes it exact).
-            state = known(path, size)
-            files[path] = replace(state, written=size, synced=min(state.synced, size))
-    return files
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def unsupported(trace: Sequence[dict[str, Any]]) -> str | None:
-    """Why the trace cannot give power-loss states (``None``: it can)."""
-    if not any(m.get("fact") == "write" for m in trace):
-        return "the target reports no write facts, so the lab cannot tell unsynced bytes"
-    if not any(m.get("boundary") == WRITTEN for m in trace):
-        return f"the target never reaches {WRITTEN}, so there is no crash point to cut at"
-    return None
-
-
-def _crash_prefix(trace: Sequence[dict[str, Any]], occurrence: str) -> tuple[dict[str, Any], ...]:
-    name, _, number = occurrence.partition("#")
-    if name != WRITTEN:
-        raise LabUsageError(f"{occurrence}: power-loss states are cut at {WRITTEN}#n only")
-    if not (number or "1").isdigit() or int(number or "1") < 1:
-        raise LabUsageError(f"{occurrence}: the occurrence number must be a whole number >= 1")
-    n = int(number or "1")
-    for index, message in enumerate(trace):
-        if message.get("boundary") == WRITTEN and message.get("n") == n:
-            return (*trace[:index], {**message, "parked": True})
-    raise LabUsageError(f"the fault-free run never reached {WRITTEN}#{n}")
-
-
-def _log_path(prefix: Sequence[dict[str, Any]]) -> str:
-    file = prefix[-1].get("file")
-    if isinstance(file, str):
-        return file
-    for message in reversed(prefix):  # a target that does not name it there
-        if message.get("fact") in ("write", "create") and isinstance(message.get("file"), str):
-            return str(message["file"])
-    raise UnsupportedTrace(f"no write fact names the file written at {prefix[-1]}")
-
-
-def states_at(prefix: Sequence[dict[str, Any]], final: bytes, fault: str) -> list[CrashState]:
-    """The crash states of the log at the end of ``prefix`` (a trace cut just
-    after a ``flush/written``), given bytes of which every content the log
-    held is a prefix (its final bytes, or the file as a SIGKILL left it)."""
-    if fault not in POWER_FAULTS:
-        raise LabUsageError(f"fault {fault!r} is not one of {', '.join(POWER_FAULTS)}")
-    reason = unsupported(prefix)
-    if reason is not None:
-        raise UnsupportedTrace(reason)
-    trace = tuple(prefix)
-    log = file_states(trace).get(_log_path(trace))
-    if log is None:
-        raise UnsupportedTrace("no fact of the trace names the log file")
-    if log.written > len(final):
-        raise UnsupportedTrace(
-            f"the trace says {log.written} bytes were written to {log.path}, "
-            f"but the log has {len(final)}"
-        )
-    if log.durable is None:
-        return [CrashState("vanished", None, trace, 0, log.written)]
-    synced = CrashState("synced", final[: log.synced], trace, log.synced, log.written)
-    if fault == "power-loss":
-        return [synced]
-    cuts = _torn_offsets(final, log.synced, log.written)
-    if not cuts:
-        return [synced]  # nothing unsynced: the only state is the durable one
-    return [
-        CrashState(
-            f"torn@{offset} ({', '.join(kinds)})", final[:offset], trace, log.synced, log.written
-        )
-        for offset, kinds in sorted(cuts.items())
-    ]
-
-
-def _torn_offsets(data: bytes, low: int, high: int) -> dict[int, list[str]]:
-    """Byte offsets strictly inside (low, high) to cut the unsynced bytes at."""
-    bounds = [low]
-    at = data.find(b"\n", low, high)
-    while at >= 0:
-        bounds.append(at + 1)
-        at = data.find(b"\n", at + 1, high)
-    if bounds[-1] != high:
-        bounds.append(high)  # a last write that did not end its line
-    lines = list(itertools.pairwise(bounds))
-    if len(lines) > MAX_LINES:
-        step = (len(lines) - 1) / (MAX_LINES - 1)
-        lines = [lines[round(i * step)] for i in range(MAX_LINES)]
-    cuts: dict[int, list[str]] = {}
-    for start, end in lines:
-        middle = (start + end) // 2
-        if start < middle < end:
-            cuts.setdefault(middle, []).append("mid-line")
-        if low < end < high:
-            cuts.setdefault(end, []).append("line")
-    for page in range((low // PAGE + 1) * PAGE, high, PAGE):
-        cuts.setdefault(page, []).append("page")
-    return cuts
-
-
-def derive_states(reference: Reference, occurrence: str, fault: str) -> list[CrashState]:
-    """Every crash state of ``fault`` at ``occurrence`` (``flush/written#k``),
-    from the reference run's trace and final log bytes alone."""
-    prefix = _crash_prefix(reference.trace, occurrence)
-    return states_at(prefix, reference.log_bytes, fault)
-
-
-def representative(states: Sequence[CrashState], fault: str) -> CrashState:
-    """The state recovered by real processes: the synced one for power-loss,
-    the last mid-line torn one for torn-write (a partial batch whose torn last
-    line the loader must cut)."""
-    if fault == "torn-write":
-        torn = [s for s in states if "mid-line" in s.label]
-        if torn:
-            return torn[-1]
-    return states[0]
 
 
 # -- the offline check ------------------------------------------------------

@@ -30,7 +30,7 @@ from faultlab.lab.process.reference import (
 )
 from faultlab.lab.process.spawn import Child, ChildExit, ChildHung
 from faultlab.lab.process.target import session_files
-from faultlab.lab.read.jsonl import LogView
+from faultlab.lab.read.view import LogView
 
 __all__ = ["Act", "CrashPhase", "ExtraChecks", "crash_phase", "recover", "run_case"]
 

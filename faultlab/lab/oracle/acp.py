@@ -17,7 +17,7 @@ from typing import Any
 
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.expected import expected_repair
-from faultlab.lab.read.jsonl import LogEvent, LogView
+from faultlab.lab.read.view import LogEvent, LogView
 from faultlab.scenario import ToolSpec
 
 __all__ = [

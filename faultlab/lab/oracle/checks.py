@@ -18,7 +18,7 @@ from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.expected import expected_repair
 from faultlab.lab.oracle.validity import check_history
 from faultlab.lab.process.spawn import ChildExit
-from faultlab.lab.read.jsonl import LogEvent, LogProblem, LogView
+from faultlab.lab.read.view import LogEvent, LogProblem, LogView
 from faultlab.scenario import Scenario
 
 __all__ = ["Observation", "check_case", "check_coverage", "event_key"]

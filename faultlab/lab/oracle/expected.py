@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from faultlab.lab.read.jsonl import LogEvent
+from faultlab.lab.read.view import LogEvent
 from faultlab.scenario import ToolSpec
 
 __all__ = [

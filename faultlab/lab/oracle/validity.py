@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultlab.lab.read.jsonl import LogEvent
+from faultlab.lab.read.view import LogEvent
 
 __all__ = ["PROVIDER_INVALID_HISTORY", "HistoryProblem", "check_history"]
 

@@ -17,8 +17,8 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.process.forkserver import ForkServer, shared_server
 from faultlab.lab.process.spawn import Child, ChildExit, ChildHung
 from faultlab.lab.process.target import Mode, Target, session_files
-from faultlab.lab.read.jsonl import LogView
 from faultlab.lab.read.stores import LogStore, store_for
+from faultlab.lab.read.view import LogView
 from faultlab.scenario import Scenario
 
 __all__ = [

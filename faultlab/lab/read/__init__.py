@@ -1,19 +1,10 @@
 # How the lab reads what a target persisted, with readers of its own: JSONL and
-# SQLite session stores as one `LogView`, and where each backend keeps a session.
+# SQLite session stores as one `LogView` (view.py; the JSONL reader's line checks
+# in lines.py, its bulk fast path in fastpath.py), and where each backend keeps a
+# session.
 from __future__ import annotations
 
-from faultlab.lab.read.jsonl import (
-    BAD_HEADER,
-    CORRUPT_COMMITTED_LOG,
-    EVENT_TYPES,
-    SEQ_DUPLICATE,
-    SEQ_GAP,
-    LogEvent,
-    LogProblem,
-    LogView,
-    parse_log,
-    read_log_file,
-)
+from faultlab.lab.read.jsonl import parse_log, read_log_file
 from faultlab.lab.read.sqlite import (
     MAGIC,
     is_sqlite,
@@ -28,6 +19,16 @@ from faultlab.lab.read.stores import (
     find_log,
     read_any,
     store_for,
+)
+from faultlab.lab.read.view import (
+    BAD_HEADER,
+    CORRUPT_COMMITTED_LOG,
+    EVENT_TYPES,
+    SEQ_DUPLICATE,
+    SEQ_GAP,
+    LogEvent,
+    LogProblem,
+    LogView,
 )
 
 __all__ = [

@@ -17,7 +17,8 @@ from typing import Any
 
 import orjson
 
-from faultlab.lab.read.jsonl import (
+from faultlab.lab.read.lines import is_event, what_is_wrong
+from faultlab.lab.read.view import (
     BAD_HEADER,
     CORRUPT_COMMITTED_LOG,
     SEQ_DUPLICATE,
@@ -25,8 +26,6 @@ from faultlab.lab.read.jsonl import (
     LogEvent,
     LogProblem,
     LogView,
-    _is_event,
-    _what_is_wrong,
 )
 
 __all__ = ["MAGIC", "is_sqlite", "parse_sqlite", "read_sqlite_file", "render_jsonl", "snapshot"]
@@ -122,7 +121,7 @@ def _decode(row: tuple[Any, ...]) -> dict[str, Any] | str:
     except orjson.JSONDecodeError as exc:
         return f"column 'data' is not JSON ({exc})"
     obj = {"seq": seq, "type": kind, "time": moment, "data": decoded}
-    return obj if _is_event(obj) else _what_is_wrong(obj)
+    return obj if is_event(obj) else what_is_wrong(obj)
 
 
 def _events(rows: list[tuple[Any, ...]]) -> tuple[list[LogEvent], list[LogProblem]]:

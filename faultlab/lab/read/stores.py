@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.read.jsonl import LogView, parse_log, read_log_file
+from faultlab.lab.read.jsonl import parse_log, read_log_file
 from faultlab.lab.read.sqlite import is_sqlite, parse_sqlite, read_sqlite_file, snapshot
+from faultlab.lab.read.view import LogView
 
 __all__ = ["BACKENDS", "LogStore", "find_log", "read_any", "store_for"]
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from faultlab.lab.oracle.expected import after_repair, expected_repair
 from faultlab.lab.oracle.validity import check_history
-from faultlab.lab.read.jsonl import LogEvent
 from faultlab.lab.read.stores import read_any
+from faultlab.lab.read.view import LogEvent
 from faultlab.scenario import ToolSpec, load_scenario
 
 __all__ = ["Inspection", "inspect_log"]

@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 
 from faultlab.lab.oracle.acp import check_cancel, check_guidance, check_replay
-from faultlab.lab.read.jsonl import LogView, parse_log
+from faultlab.lab.read.jsonl import parse_log
+from faultlab.lab.read.view import LogView
 from faultlab.scenario import ToolSpec
 
 GUIDE = "The outcome of tool call charge (c0) is unknown. Do not retry it blindly."

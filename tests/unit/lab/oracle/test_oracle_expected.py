@@ -12,7 +12,7 @@ from faultlab.lab.oracle.expected import (
     ExpectedResult,
     expected_repair,
 )
-from faultlab.lab.read.jsonl import LogEvent
+from faultlab.lab.read.view import LogEvent
 from faultlab.scenario import ToolSpec
 
 TOOLS = {

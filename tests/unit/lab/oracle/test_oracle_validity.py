@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from faultlab.lab.oracle.validity import HistoryProblem, check_history
-from faultlab.lab.read.jsonl import LogEvent
+from faultlab.lab.read.view import LogEvent
 
 
 class Log:

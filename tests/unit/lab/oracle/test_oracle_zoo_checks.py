@@ -14,7 +14,8 @@ import orjson
 from faultlab.lab.faults.corruption import damage_committed_line
 from faultlab.lab.oracle.checks import check_crash_durability
 from faultlab.lab.oracle.live import request_after_post_step
-from faultlab.lab.read.jsonl import CORRUPT_COMMITTED_LOG, parse_log
+from faultlab.lab.read.jsonl import parse_log
+from faultlab.lab.read.view import CORRUPT_COMMITTED_LOG
 
 HEADER = b'{"type":"session","format":1,"id":"s","createdAt":1.0}\n'
 

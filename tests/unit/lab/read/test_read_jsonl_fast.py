@@ -17,16 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faultlab.lab.oracle.expected import expected_repair
-from faultlab.lab.read import jsonl as logread
-from faultlab.lab.read.jsonl import (
+from faultlab.lab.read import fastpath
+from faultlab.lab.read.fastpath import read_good_prefix
+from faultlab.lab.read.jsonl import parse_log
+from faultlab.lab.read.view import (
     CORRUPT_COMMITTED_LOG,
     EVENT_TYPES,
     SEQ_DUPLICATE,
     SEQ_GAP,
     LogEvent,
     LogView,
-    _read_good_prefix,
-    parse_log,
 )
 from faultlab.scenario import ToolSpec
 
@@ -215,14 +215,14 @@ def test_blocks_of_any_size_read_the_same(window: int, data: bytes, cut: float) 
     # in use, more than these logs hold): with tiny windows, every kind of line
     # falls on a block boundary, first and last in a block, a line is longer
     # than the window, and a block may end the good prefix.
-    saved = logread._WINDOW
-    logread._WINDOW = window
+    saved = fastpath._WINDOW
+    fastpath._WINDOW = window
     try:
         for loads in LOADS:
             assert_same(data, loads)
             assert_same(data[: int(len(data) * cut)], loads)
     finally:
-        logread._WINDOW = saved
+        fastpath._WINDOW = saved
 
 
 @pytest.mark.parametrize("window", [1, 80, 200])
@@ -232,12 +232,12 @@ def test_the_fast_path_takes_every_line_of_a_valid_log_whatever_the_window(
     window: int, data: bytes, cut: float
 ) -> None:
     data = data[: max(len(HEADER), int(len(data) * cut))]
-    saved = logread._WINDOW
-    logread._WINDOW = window
+    saved = fastpath._WINDOW
+    fastpath._WINDOW = window
     try:
-        events, end = _read_good_prefix(data, len(HEADER) - 1, orjson.loads)
+        events, end = read_good_prefix(data, len(HEADER) - 1, orjson.loads)
     finally:
-        logread._WINDOW = saved
+        fastpath._WINDOW = saved
     reference = parse_log(data, "s", fast=False)
     assert events == list(reference.events) and end == reference.valid_size
 
@@ -308,7 +308,7 @@ def test_a_huge_integer_time_raises_the_same_on_both_paths() -> None:
 def test_the_fast_path_reads_an_intact_log_with_a_torn_tail_in_one_go() -> None:
     body = b"".join(line(i, TYPES[i % 10], {"i": i}, 1.0 + i) for i in range(50))
     data = HEADER + body + b'{"seq":50,"ty'
-    events, end = _read_good_prefix(data, len(HEADER) - 1, orjson.loads)
+    events, end = read_good_prefix(data, len(HEADER) - 1, orjson.loads)
     assert end == len(HEADER) + len(body)
     assert events == list(parse_log(data, "s", fast=False).events)
     offset = len(HEADER)
@@ -324,7 +324,7 @@ def test_the_fast_path_stops_at_the_first_line_it_cannot_take() -> None:
     good = HEADER + b"".join(line(i, "assistant/chunk") for i in range(5))
     for odd in (b"{bad\n", b"[1]\n", line(7, "assistant/chunk"), line(3, "assistant/chunk")):
         data = good + odd + line(6, "assistant/chunk") + line(7, "turn/end")
-        events, end = _read_good_prefix(data, len(HEADER) - 1, orjson.loads)
+        events, end = read_good_prefix(data, len(HEADER) - 1, orjson.loads)
         assert [event.seq for event in events] == [0, 1, 2, 3, 4] and end == len(good)
         view = parse_log(data, "s")
         assert repr(view) == repr(parse_log(data, "s", fast=False))
@@ -369,8 +369,8 @@ def test_a_big_log_s_events_leave_the_young_generations_block_by_block() -> None
     # Each block's events are swept once, while hot, and moved to the oldest
     # generation, the last block's too: none is left for the young collections.
     data = HEADER + b"".join(line(i, "assistant/chunk", {"i": i}) for i in range(60))
-    saved, was = logread._WINDOW, gc.isenabled()
-    logread._WINDOW = 300  # about five lines a block
+    saved, was = fastpath._WINDOW, gc.isenabled()
+    fastpath._WINDOW = 300  # about five lines a block
     try:
         gc.enable()
         events = parse_log(data, "s").events
@@ -383,7 +383,7 @@ def test_a_big_log_s_events_leave_the_young_generations_block_by_block() -> None
         assert [stats["collections"] for stats in gc.get_stats()] == before
         assert len(events) == 60 and _in_young_generations(events) == 60
     finally:
-        logread._WINDOW = saved
+        fastpath._WINDOW = saved
         gc.enable() if was else gc.disable()
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.read.jsonl import BAD_HEADER, CORRUPT_COMMITTED_LOG, SEQ_DUPLICATE, SEQ_GAP
 from faultlab.lab.read.sqlite import parse_sqlite, read_sqlite_file, render_jsonl, snapshot
 from faultlab.lab.read.stores import find_log, read_any, store_for
+from faultlab.lab.read.view import BAD_HEADER, CORRUPT_COMMITTED_LOG, SEQ_DUPLICATE, SEQ_GAP
 from faultlab.runtime.backends import JsonlBackend
 from faultlab.runtime.backends.sqlite import SqliteBackend
 from faultlab.runtime.events import Event

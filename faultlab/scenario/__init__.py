@@ -1,7 +1,5 @@
-# Scenario files -> validated, frozen `Scenario` objects, and back to TOML.
-# The values live in `model`, the reader in `parse` (with `tables` checking
-# single values, `locate` finding their lines, `chunking` splitting streamed
-# text), the writer in `write`.
+# Scenario files -> validated, frozen `Scenario` objects and back: the values in
+# `model`, the reader in `parse` (over `tables`, `locate`, `chunking`), the writer in `write`.
 from __future__ import annotations
 
 from faultlab.scenario.model import (

@@ -1,7 +1,5 @@
-# How a target is hurt: the crash phase and SIGKILL, the live faults (io-error,
-# cancellation, graceful stop, crash in repair, second writer), power loss and
-# torn writes derived offline (the crash states in powerstates.py, the cases in
-# powerloss.py), and corruption of the committed log.
+# How a target is hurt: SIGKILL and the crash phase every fault shares, the live
+# faults, power loss and torn writes derived offline, corruption of the log.
 from __future__ import annotations
 
 from faultlab.lab.faults.corruption import (

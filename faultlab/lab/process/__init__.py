@@ -1,6 +1,5 @@
-# How the lab runs a target: real child processes in their own groups (exec'd
-# or forked), the target command line, scratch directories, the child's
-# environment, and the fault-free reference run every case is compared with.
+# How the lab runs a target: child processes in their own groups, the fork-server
+# client, targets, scratch dirs, the environment, and the fault-free reference run.
 from __future__ import annotations
 
 from faultlab.lab.process.forkserver import (

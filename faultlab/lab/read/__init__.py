@@ -1,7 +1,5 @@
-# How the lab reads what a target persisted, with readers of its own: JSONL and
-# SQLite session stores as one `LogView` (view.py; the JSONL reader's line checks
-# in lines.py, its bulk fast path in fastpath.py), and where each backend keeps a
-# session.
+# What a target persisted, read by the lab's own readers: JSONL and SQLite
+# sessions as one `LogView`, and where each backend keeps a session.
 from __future__ import annotations
 
 from faultlab.lab.read.jsonl import parse_log, read_log_file

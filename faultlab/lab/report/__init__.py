@@ -1,6 +1,5 @@
-# What is shown and kept: the report of a run (summary, cases, JUnit,
-# Markdown, failure artifacts), the merge of shards, the selftest's report, and
-# `inspect`.
+# What is shown and kept: a run's report (summary, cases, JUnit, Markdown,
+# failure artifacts), the merge of shards, the selftest's report, `inspect`.
 from __future__ import annotations
 
 from faultlab.lab.report.inspect import (

@@ -22,9 +22,9 @@ from faultlab.lab.campaigns.explore import (
     Progress,
     Shard,
     _coverage,
+    reference_failed,
     run_exploration,
 )
-from faultlab.lab.campaigns.explore import _reference_failed as reference_failed
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import Reference

@@ -23,8 +23,8 @@ __all__ = ["NONDETERMINISTIC", "check_determinism", "normalise_lines"]
 
 NONDETERMINISTIC = "NONDETERMINISTIC"
 # Values that differ between two faithful runs: wall-clock times.  (Paths and
-# byte counts are dropped by the runner's `normalized`; ids are derived from
-# the script, the session id is fixed by the lab.)
+# byte counts are dropped by `normalized` in process/reference.py; ids are
+# derived from the script, the session id is fixed by the lab.)
 _TIMES = frozenset({"time", "createdAt"})
 _SKIPPED_SUFFIXES = (".stderr", ".lock", ".tmp")
 

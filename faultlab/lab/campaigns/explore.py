@@ -32,6 +32,7 @@ __all__ = [
     "load_scenarios",
     "parse_shard",
     "plan_cases",
+    "reference_failed",
     "run_exploration",
     "run_one",
     "spread_order",
@@ -139,7 +140,7 @@ def plan_cases(reference: Reference, faults: Sequence[str] = ("sigkill",)) -> li
     return cases
 
 
-def _reference_failed(case: Case, reference: Reference) -> CaseResult:
+def reference_failed(case: Case, reference: Reference) -> CaseResult:
     if reference.hung:
         message = f"the fault-free run {reference.stderr}"
         return CaseResult(case, "hung", (Violation("CHILD_HUNG", message),))
@@ -154,7 +155,7 @@ def _reference_failed(case: Case, reference: Reference) -> CaseResult:
 
 def _coverage(case: Case, reference: Reference) -> CaseResult:
     if reference.returncode != 0:
-        return _reference_failed(case, reference)
+        return reference_failed(case, reference)
     violations = check_coverage(reference.scenario, reference.occurrences)
     return CaseResult(case, "fail" if violations else "pass", tuple(violations))
 
@@ -163,7 +164,7 @@ def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult
     if case.occurrence == COVERAGE:
         return _coverage(case, reference)
     if reference.returncode != 0:
-        return _reference_failed(case, reference)
+        return reference_failed(case, reference)
     if case.fault == "sigkill":
         return run_case(case, reference, options)
     reason = store_for(reference.backend).unsupported.get(case.fault)

@@ -220,7 +220,7 @@ def _recover(
     artifacts: dict[str, str],
 ) -> list[Violation]:
     """Put ``state`` in a fresh session directory, let the target repair and
-    resume it as after a SIGKILL (runner.run_case), and run the full oracle."""
+    resume it as after a SIGKILL (`run_case` in faults/sigkill.py), and run the full oracle."""
     session = where / "session"
     session.mkdir(parents=True, exist_ok=True)
     log_path, ledger_path = session_files(session)

@@ -75,9 +75,9 @@ class LabOptions:
     def for_jobs(self, jobs: int) -> LabOptions:
         """These options for `jobs` cases at a time: unless `fork_warm` says,
         the children forked ahead warm up unless there are more jobs than
-        CPUs.  Measured on 2 cores, warm vs cold: --jobs 2 took the same
-        time (its cases leave a core idle while they wait on scripted
-        latencies) for 5% more CPU; --jobs 4 took 14% more time."""
+        CPUs.  The warm-up only moves work off a case's critical path onto
+        a core that would otherwise idle; with more jobs than CPUs it
+        competes with them (benchmarks/README.md has the measurements)."""
         if self.fork_warm is not None:
             return self
         return replace(self, fork_warm=jobs <= usable_cpus())

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from faultlab.lab.campaigns.api import run_single
+from faultlab.lab import run_single
 
 SCENARIO_NAME = {scenario_name!r}
 SCENARIO = {scenario_text!r}

@@ -207,7 +207,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from faultlab.lab.campaigns.api import run_single
+from faultlab.lab import run_single
 
 SCENARIO = {scenario_text!r}
 EXPECTED = {codes!r}

@@ -21,7 +21,7 @@ from faultlab.lab.campaigns.explore import (
     ExploreResult,
     Progress,
     Shard,
-    _coverage,
+    coverage_result,
     reference_failed,
     run_exploration,
 )
@@ -49,7 +49,7 @@ def acp_options(
 
 def _run(case: Case, reference: Reference, options: AcpOptions) -> CaseResult:
     if case.occurrence == COVERAGE:
-        return _coverage(case, reference)
+        return coverage_result(case, reference)
     if reference.returncode != 0:
         return reference_failed(case, reference)
     return run_acp_case(case, reference, options)

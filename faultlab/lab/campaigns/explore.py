@@ -28,6 +28,7 @@ __all__ = [
     "COVERAGE",
     "ExploreResult",
     "Shard",
+    "coverage_result",
     "explore",
     "load_scenarios",
     "parse_shard",
@@ -153,7 +154,7 @@ def reference_failed(case: Case, reference: Reference) -> CaseResult:
     return CaseResult(case, "error", (violation,))
 
 
-def _coverage(case: Case, reference: Reference) -> CaseResult:
+def coverage_result(case: Case, reference: Reference) -> CaseResult:
     if reference.returncode != 0:
         return reference_failed(case, reference)
     violations = check_coverage(reference.scenario, reference.occurrences)
@@ -162,7 +163,7 @@ def _coverage(case: Case, reference: Reference) -> CaseResult:
 
 def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
     if case.occurrence == COVERAGE:
-        return _coverage(case, reference)
+        return coverage_result(case, reference)
     if reference.returncode != 0:
         return reference_failed(case, reference)
     if case.fault == "sigkill":

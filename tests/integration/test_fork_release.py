@@ -1,5 +1,5 @@
 # A forked child that finished is let go before it is reaped: its last act
-# (faultlab.runtime.forkserver.release) closes every fd but the probe pipes
+# (faultlab.runtime.forkchild.release) closes every fd but the probe pipes
 # and reports its exit code, and the lab goes on while the kernel tears the
 # process down; `Child.settle` later takes the real status from the reaper.
 # A crash child SIGKILLed while parked is let go the same way
@@ -161,7 +161,7 @@ def test_release_closes_every_fd_but_the_probe_pipes(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import fcntl, os
-        from faultlab.runtime.forkserver import release
+        from faultlab.runtime.forkchild import release
         locked = os.open({str(tmp_path / "lock")!r}, os.O_RDWR | os.O_CREAT)
         fcntl.flock(locked, fcntl.LOCK_EX)
         extra = os.open(os.devnull, os.O_RDONLY)

@@ -82,7 +82,7 @@ class Child:
     _buffer: bytes = b""
     _exit: ChildExit | None = None
     # A forked child's last report, {"exiting": code}: it closed every fd but
-    # its probe pipes and is exiting (faultlab.runtime.forkserver.release).
+    # its probe pipes and is exiting (faultlab.runtime.forkchild.release).
     _released: int | None = None
     _eof: bool = False  # the report pipe reached EOF: every writer is gone
     _settled: bool = True  # False while a child let go early is not reaped yet

@@ -11,7 +11,8 @@ import gc
 import sys
 from typing import Any
 
-from faultlab.runtime.forkserver import AHEAD, enter_child, serve_requests, server_arguments
+from faultlab.runtime.forkchild import enter_child
+from faultlab.runtime.forkserver import AHEAD, serve_requests, server_arguments
 
 __all__ = ["FD_ORDER", "serve"]
 

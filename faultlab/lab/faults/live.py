@@ -1,7 +1,10 @@
 # The faults beyond SIGKILL that need a live child: where each is injected
 # (which boundary occurrences make cases), how (what the lab does while the
 # child is parked), and the guarantees only they can break:
-#   io-error              the next flush fails (EIO)          G9 fail-closed
+#   io-error              the next flush fails: its write or its fsync, EIO or
+#   (and io-error-enospc, ENOSPC, one fault each (ioerror.py)     G9 fail-closed,
+#   fsync-error,                                                 and after a
+#   fsync-enospc)                                                failed fsync G4
 #   cancel-in-checkpoint  SIGTERM while a tool checkpoint is pending: the
 #                         call is ABORTED_BEFORE_DISPATCH, its body never runs
 #   sigterm               graceful stop                       G10 graceful close
@@ -21,11 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from faultlab.lab.faults.ioerror import IO_FAULTS, check_io_error, flush_follows, inject
 from faultlab.lab.faults.sigkill import run_case
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import event_key
 from faultlab.lab.oracle.codes import Violation
-from faultlab.lab.oracle.live import check_aborted, check_fail_closed, check_graceful_close
+from faultlab.lab.oracle.live import check_aborted, check_graceful_close
 from faultlab.lab.process.reference import (
     LabOptions,
     Reference,
@@ -41,8 +45,9 @@ from faultlab.lab.read.view import LogView
 __all__ = ["LIVE_FAULTS", "plan_fault_cases", "run_fault_case"]
 
 # fault -> the boundaries whose every occurrence is a case
+_IO_WHERE = ("request/logged", "tool/logged", "step/logged", "turn/logged")
 _WHERE: dict[str, tuple[str, ...]] = {
-    "io-error": ("request/logged", "tool/logged", "step/logged", "turn/logged"),
+    **{fault: _IO_WHERE for fault in IO_FAULTS},
     "cancel-in-checkpoint": ("tool/logged",),
     "sigterm": (
         "turn/started", "request/logged", "request/durable", "model/chunk",
@@ -61,11 +66,13 @@ def plan_fault_cases(reference: Reference, fault: str) -> list[Case]:
     """Every occurrence where `fault` applies, in trace order."""
     wanted = _WHERE[fault]
     cases = []
-    for message in reference.boundaries:
-        if message["boundary"] not in wanted:
+    for index, message in enumerate(reference.trace):
+        if message.get("boundary") not in wanted:
             continue
         if message.get("parentCallId") is not None:
             continue  # nested calls have no checkpoint of their own
+        if fault in IO_FAULTS and not flush_follows(reference.trace, index, fault):
+            continue  # no flush left to fail (every-event's last turn/logged)
         cases.append(Case(reference.scenario_path, f"{message['boundary']}#{message['n']}", fault))
     return cases
 
@@ -78,14 +85,11 @@ def _signal(signum: int) -> Callable[[Child], bool]:
     return act
 
 
-def _io_error(child: Child) -> bool:
-    child.reply("fail-next-flush", op="write", errno="EIO")
-    return False
-
-
 def run_fault_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
-    if case.fault == "io-error":
-        return run_case(case, reference, options, act=_io_error, checks=check_fail_closed)
+    if case.fault in IO_FAULTS:
+        return run_case(
+            case, reference, options, act=inject(case.fault), checks=check_io_error(case.fault)
+        )
     if case.fault == "sigterm":
         return run_case(
             case, reference, options, act=_signal(signal.SIGTERM), checks=check_graceful_close

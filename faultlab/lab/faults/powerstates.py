@@ -3,9 +3,9 @@
 # handed to the kernel; a power loss also drops every byte written after the
 # file's last fsync, and a new file whose directory was never fsynced vanishes.
 # The probe trace of the fault-free run says, fact by fact, what each file held
-# and what was durable (create, dirsync, write, fsync, truncate, cut); the log
-# is append-only and deterministic, so the bytes it held at any moment are a
-# prefix of its final bytes.  One reference run therefore yields every crash
+# and what was durable (create, dirsync, write, fsync, fsync-failed, truncate,
+# cut); the log is append-only and deterministic, so the bytes it held at any
+# moment are a prefix of its final bytes.  One reference run therefore yields every crash
 # state at every `flush/written` occurrence without another process:
 #   power-loss  each file cut back to its last fsynced size ("synced")
 #   torn-write  as power-loss, but a prefix of the unsynced bytes survives,
@@ -59,8 +59,9 @@ class FileState:
     """What the trace says about one file at one point of the run.
 
     ``written``: bytes the kernel held; ``synced``: bytes an fsync made
-    durable; ``linked``: its directory entry is durable (it was not created
-    in this run, or a ``dirsync`` of its directory followed its ``create``).
+    durable (never more than ``poisoned``); ``linked``: its directory entry
+    is durable (it was not created in this run, or a ``dirsync`` of its
+    directory followed its ``create``).
     """
 
     path: str
@@ -68,6 +69,12 @@ class FileState:
     synced: int
     linked: bool
     created: bool = False
+    # Set by a failed fsync (fact ``fsync-failed``): the durable size then,
+    # above which no later fsync makes a byte durable (the kernel may have
+    # dropped those dirty pages and marked them clean: "fsyncgate").  Cleared
+    # by a truncate or cut to at most this size: bytes written after it are
+    # new dirty pages a later fsync does write.
+    poisoned: int | None = None
 
     @property
     def durable(self) -> int | None:
@@ -142,12 +149,25 @@ def file_states(trace: Iterable[dict[str, Any]]) -> dict[str, FileState]:
             files[path] = replace(known(path, offset), written=offset + count)
         elif kind == "fsync":
             state = known(path, size)
-            files[path] = replace(state, written=max(state.written, size), synced=size)
+            synced = size if state.poisoned is None else min(size, state.poisoned)
+            files[path] = replace(state, written=max(state.written, size), synced=synced)
+        elif kind == "fsync-failed":
+            # Every byte written since the last good fsync may be lost,
+            # whatever later fsyncs of the file return.
+            # A file first named here: nothing of it is known to be durable.
+            state = files.get(path) or FileState(path, size, 0, linked=True)
+            # (``synced`` is never above an earlier ``poisoned``: it is the floor.)
+            files[path] = replace(state, written=max(state.written, size), poisoned=state.synced)
         elif kind in ("truncate", "cut"):
             # Not fsynced: the file is shorter now, its durable size no longer
             # than before (the fsync that follows a cut makes it exact).
             state = known(path, size)
-            files[path] = replace(state, written=size, synced=min(state.synced, size))
+            poisoned = state.poisoned
+            if poisoned is not None and size <= poisoned:
+                poisoned = None  # the possibly lost bytes are gone from the file
+            files[path] = replace(
+                state, written=size, synced=min(state.synced, size), poisoned=poisoned
+            )
     return files
 
 

@@ -36,6 +36,11 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     ),
     "REPAIR_NOT_IDEMPOTENT": ("G8", "repairing an already repaired log changed it"),
     "DISPATCH_AFTER_FAILED_CHECKPOINT": ("G9", "work was dispatched after a failed checkpoint"),
+    "FSYNC_FAILURE_TRUSTED": (
+        "G9",
+        "a flush was reported ok although an fsync of its bytes had failed and they were "
+        "not written again (fsyncgate: the kernel may have dropped them)",
+    ),
     "DISPATCH_AFTER_CANCEL": (
         "G9",
         "a tool body started although cancellation landed during its checkpoint",

@@ -170,7 +170,17 @@ class JsonlBackend:
         try:
             self._maybe_fail("sync")
             os.fsync(self._fd)
-        except OSError:
+        except OSError as exc:
+            # After a failed fsync the kernel may have dropped the dirty pages
+            # and marked them clean, so fsync again would "succeed" without
+            # writing them (PostgreSQL's fsyncgate).  Never retry the fsync:
+            # cut the unsynced bytes off; the coordinator still holds their
+            # events and writes them again as new pages on its next flush.
+            if PROBE.enabled:
+                PROBE.fact(
+                    "fsync-failed", file=str(self.path), size=self._written_size,
+                    error=exc.strerror or str(exc),
+                )  # fmt: skip
             self._roll_back()
             raise
         self._synced_size = self._written_size

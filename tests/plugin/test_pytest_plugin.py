@@ -90,6 +90,16 @@ def test_ini_settings_enable_and_configure_collection(project: pytest.Pytester) 
     assert all(i.endswith(("[io-error]", "::coverage")) for i in collected)
 
 
+def test_write_and_fsync_failures_are_items_of_their_own(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "scenarios/tiny-tool.toml", "--collect-only", "-q", "-p", "no:cacheprovider",
+        "--faultlab", "--faultlab-faults", "all",
+    )  # fmt: skip
+    collected = ids(result)
+    for fault in ("io-error", "io-error-enospc", "fsync-error", "fsync-enospc"):
+        assert f"scenarios/tiny-tool.toml::tool/logged#1[{fault}]" in collected, collected
+
+
 def test_shards_partition_the_cases(project: pytest.Pytester) -> None:
     def collected(*extra: str) -> list[str]:
         result = project.runpytest("scenarios/tiny.toml", "--collect-only", "-q", *SIGKILL, *extra)

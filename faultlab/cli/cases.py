@@ -93,7 +93,8 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
 @click.option(
     "--faults", default="all", show_default=True, metavar="LIST|all",
     help="Comma-separated faults to inject (sigkill, power-loss, torn-write, io-error, "
-    "cancel-in-checkpoint, sigterm, crash-in-repair, second-writer, corrupt-committed), or all.",
+    "io-error-enospc, fsync-error, fsync-enospc, cancel-in-checkpoint, sigterm, "
+    "crash-in-repair, second-writer, corrupt-committed), or all.",
 )  # fmt: skip
 @opt.timeout
 @opt.json

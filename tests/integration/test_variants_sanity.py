@@ -53,6 +53,7 @@ COMPLETES = {
     "concurrent_flushes": "multi-turn.toml",  # no parallel calls: no overlap, a clean log
     "ignores_post_step_failure": "payment.toml",
     "no_turn_end_flush": "multi-turn.toml",
+    "trusts_retried_fsync": "payment.toml",
 }
 # SQLite backend variants: run with --backend sqlite
 COMPLETES_SQLITE = {
@@ -178,6 +179,27 @@ def test_fsync_without_flush_loses_a_turn_reported_durable(tmp_path: Path) -> No
     assert claimed > 10
     assert events(tmp_path) == ()  # the file holds the header only
     assert (tmp_path / "session" / "session.jsonl").stat().st_size < fsynced
+
+
+def test_trusts_retried_fsync_carries_on_after_a_failed_fsync(tmp_path: Path) -> None:
+    with variant(tmp_path, "trusts_retried_fsync", "payment.toml", "tool/logged#1") as target:
+        parked = target.run_until_parked_or_exit(timeout=60)
+        assert parked is not None
+        target.reply("fail-next-flush", op="sync", errno="EIO")
+        target.reply("continue")
+        while target.run_until_parked_or_exit(timeout=60) is not None:
+            target.reply("continue")
+        status = target.wait(timeout=30)
+    assert status.returncode == 0, status.stderr
+    after = target.trace[next(i for i, m in enumerate(target.trace) if m.get("parked")) :]
+    facts = [m["fact"] for m in after if "fact" in m]
+    # the failed fsync left no trace: no fsync-failed, no truncate, every flush ok
+    assert "fsync-failed" not in facts and "truncate" not in facts
+    assert all(m["ok"] for m in after if m.get("fact") == "flush")
+    # and the tool body ran on top of the bytes whose fsync failed
+    assert [m["callId"] for m in after if m.get("boundary") == "tool/durable"] == [
+        parked["callId"]
+    ]
 
 
 def test_compaction_on_resume_rewrites_durable_history(tmp_path: Path) -> None:

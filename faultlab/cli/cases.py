@@ -93,7 +93,13 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
 @click.option(
     "--faults", default="all", show_default=True, metavar="LIST|all",
     help="Comma-separated faults to inject (sigkill, power-loss, torn-write, io-error, "
-    "cancel-in-checkpoint, sigterm, crash-in-repair, second-writer, corrupt-committed), or all.",
+    "cancel-in-checkpoint, sigterm, crash-in-repair, second-writer, corrupt-committed), or all; "
+    "double-sigkill (crashes during recovery) is not in all: name it, e.g. all,double-sigkill.",
+)  # fmt: skip
+@click.option(
+    "--max-double-cases", type=click.IntRange(min=0), default=24, show_default=True,
+    metavar="N", help="With double-sigkill: at most N first kill points and N cases per "
+    "scenario, sampled with a fixed seed; 0 runs the exhaustive set.",
 )  # fmt: skip
 @opt.timeout
 @opt.json
@@ -106,7 +112,7 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
 def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
     shard: Shard | None, timeout: float, as_json: bool, report_dir: Path, no_report: bool,
-    spawn: str, faults: str, backend: str | None, drive: str,
+    spawn: str, faults: str, max_double_cases: int, backend: str | None, drive: str,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
@@ -141,6 +147,7 @@ def explore(
             faults=fault_names,
             backend=backend,
             drive=drive,
+            max_double=max_double_cases,
         )
         report = None
         if not no_report:

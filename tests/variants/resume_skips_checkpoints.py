@@ -25,11 +25,10 @@ from _common import edit_semantic_policy, run
 
 from faultlab.runtime.host import LLM_STREAM, TOOLS_EXECUTE
 
+_DROPPED = {LLM_STREAM: lambda _checkpoint: None, TOOLS_EXECUTE: lambda _checkpoint: None}
+
 if "--resume" in sys.argv[1:]:
-    edit_semantic_policy(
-        lambda _coordinator: {LLM_STREAM: lambda _checkpoint: None,
-                              TOOLS_EXECUTE: lambda _checkpoint: None}  # fmt: skip
-    )
+    edit_semantic_policy(lambda _coordinator: _DROPPED)
 
 if __name__ == "__main__":
     run()

@@ -86,7 +86,8 @@ def parse_faults(text: str, *, drive: str = "classic") -> tuple[str, ...]:
     if not names:
         raise LabUsageError("--faults: name at least one fault, or 'all'")
     if "all" in names:  # "all,double-sigkill": every single-crash fault and more
-        names = tuple(dict.fromkeys(n for name in names for n in (FAULTS if name == "all" else (name,))))
+        expanded = (n for name in names for n in (FAULTS if name == "all" else (name,)))
+        names = tuple(dict.fromkeys(expanded))
     for name in names:
         check_fault(name)
     return names

@@ -108,8 +108,10 @@ def check_double(first: FirstCrash, second: Observation | None) -> list[Violatio
 def _problems(view: LogView, what: str) -> list[Violation]:
     code = {"BAD_HEADER": "CORRUPT_COMMITTED_LOG"}
     return [
-        Violation(code.get(p.code, p.code), f"{what} line {p.line}: {p.message}",
-                  {"log": what, "line": p.line})  # fmt: skip
+        Violation(
+            code.get(p.code, p.code),
+            f"{what} line {p.line}: {p.message}",
+            {"log": what, "line": p.line},
+        )
         for p in view.problems
     ]
-

@@ -133,6 +133,8 @@ def explore(
         + (", driven over ACP" if drive == "acp" else "")
         + (f", shard {shard}" if shard else "")
     )
+    if "double-sigkill" in fault_names:
+        say("planning double-sigkill cases first: one fault-free recovery per first kill point")
     with lab.workdir() as work:
         result = lab.explore_scenarios(
             loaded,

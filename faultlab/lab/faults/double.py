@@ -144,15 +144,31 @@ def plan_double_cases(
 
     with ThreadPoolExecutor(max(1, jobs), thread_name_prefix="faultlab-double-plan") as pool:
         probes = list(pool.map(probe, enumerate(firsts)))
-    pairs = [
-        f"{p.first}+{second}"
-        for p in probes
-        for second in ((NO_RESUME_POINT,) if p.failure is not None else p.occurrences)
-    ]
+    seconds = [(NO_RESUME_POINT,) if p.failure is not None else p.occurrences for p in probes]
+    pairs = [(i, j) for i, group in enumerate(seconds) for j in range(len(group))]
     if max_cases and len(pairs) > max_cases:
-        keep = set(rng.sample(range(len(pairs)), max_cases))
-        pairs = [pair for i, pair in enumerate(pairs) if i in keep]
-    return [Case(reference.scenario_path, pair, DOUBLE_FAULT) for pair in pairs]
+        pairs = sorted(_spread(seconds, max_cases, rng))
+    return [
+        Case(reference.scenario_path, f"{probes[i].first}+{seconds[i][j]}", DOUBLE_FAULT)
+        for i, j in pairs
+    ]
+
+
+def _spread(
+    seconds: Sequence[Sequence[str]], bound: int, rng: random.Random
+) -> list[tuple[int, int]]:
+    """`bound` (first, second) index pairs, spread over the first kill points:
+    round by round, each first kill point with a second left (in a shuffled
+    order) gets one more, drawn at random.  A uniform draw over all pairs
+    would leave some first kill points without a case."""
+    left = [rng.sample(range(len(group)), len(group)) for group in seconds]
+    chosen: list[tuple[int, int]] = []
+    while len(chosen) < bound:
+        order = [i for i, rest in enumerate(left) if rest]
+        rng.shuffle(order)
+        for i in order[: bound - len(chosen)]:
+            chosen.append((i, left[i].pop()))
+    return chosen
 
 
 def run_double_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:

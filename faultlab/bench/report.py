@@ -260,7 +260,7 @@ def _table_double_crash(c: Mapping[str, Any]) -> list[str]:
             f"single SIGKILL, {c['single_cases']} cases", f"{c['single_ms_per_case']:.1f} ms/case"
         ),
         _row(
-            f"double-sigkill, {c['double_cases']} cases (planning included)",
+            f"double-sigkill, {c['double_cases']} cases + planning",
             f"{c['double_ms_per_case']:.1f} ms/case",
         ),
         _row("double / single, per case", f"{c['double_vs_single']:.2f}x"),

@@ -252,12 +252,28 @@ def _table_offline_states(section: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _table_double_crash(c: Mapping[str, Any]) -> list[str]:
+    return [
+        f"crashes during recovery: {c['scenario']}, {c['rounds']} round(s), 1 job, "
+        f"at most {c['bound']} double cases",
+        _row(
+            f"single SIGKILL, {c['single_cases']} cases", f"{c['single_ms_per_case']:.1f} ms/case"
+        ),
+        _row(
+            f"double-sigkill, {c['double_cases']} cases + planning",
+            f"{c['double_ms_per_case']:.1f} ms/case",
+        ),
+        _row("double / single, per case", f"{c['double_vs_single']:.2f}x"),
+    ]
+
+
 _TABLES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
     "crash_loop": _table_crash_loop,
     "explore_jobs": _table_explore_jobs,
     "log_reload": _table_log_reload,
     "checkpoint_cost": _table_checkpoint_cost,
     "offline_states": _table_offline_states,
+    "double_crash": _table_double_crash,
 }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from faultlab.bench.checkpointcost import checkpoint_cost
 from faultlab.bench.common import Say, quiet
 from faultlab.bench.crashloop import crash_loop
+from faultlab.bench.doublecrash import double_crash
 from faultlab.bench.explorejobs import explore_jobs
 from faultlab.bench.logreload import log_reload
 from faultlab.bench.offline import offline_states
@@ -35,6 +36,7 @@ SECTIONS: dict[str, Callable[..., Any]] = {
     "log_reload": log_reload,
     "checkpoint_cost": checkpoint_cost,
     "offline_states": offline_states,
+    "double_crash": double_crash,
 }
 
 

@@ -94,7 +94,13 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
     "--faults", default="all", show_default=True, metavar="LIST|all",
     help="Comma-separated faults to inject (sigkill, power-loss, torn-write, io-error, "
     "io-error-enospc, fsync-error, fsync-enospc, cancel-in-checkpoint, sigterm, "
-    "crash-in-repair, second-writer, corrupt-committed), or all.",
+    "crash-in-repair, second-writer, corrupt-committed), or all; "
+    "double-sigkill (crashes during recovery) is not in all: name it, e.g. all,double-sigkill.",
+)  # fmt: skip
+@click.option(
+    "--max-double-cases", type=click.IntRange(min=0), default=24, show_default=True,
+    metavar="N", help="With double-sigkill: at most N first kill points and N cases per "
+    "scenario, sampled with a fixed seed; 0 runs the exhaustive set.",
 )  # fmt: skip
 @opt.timeout
 @opt.json
@@ -107,7 +113,7 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
 def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
     shard: Shard | None, timeout: float, as_json: bool, report_dir: Path, no_report: bool,
-    spawn: str, faults: str, backend: str | None, drive: str,
+    spawn: str, faults: str, max_double_cases: int, backend: str | None, drive: str,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
@@ -128,6 +134,8 @@ def explore(
         + (", driven over ACP" if drive == "acp" else "")
         + (f", shard {shard}" if shard else "")
     )
+    if "double-sigkill" in fault_names:
+        say("planning double-sigkill cases first: one fault-free recovery per first kill point")
     with lab.workdir() as work:
         result = lab.explore_scenarios(
             loaded,
@@ -142,6 +150,7 @@ def explore(
             faults=fault_names,
             backend=backend,
             drive=drive,
+            max_double=max_double_cases,
         )
         report = None
         if not no_report:

@@ -23,6 +23,7 @@ RATIOS = {
                      "cold_vs_default_jobs2"),
     "log_reload": ("orjson_mb_per_s", "json_mb_per_s", "orjson_vs_json"),
     "checkpoint_cost": ("semantic_vs_turn_only_stream", "semantic_vs_turn_only_tools"),
+    "double_crash": ("single_ms_per_case", "double_ms_per_case", "double_vs_single"),
 }  # fmt: skip
 
 
@@ -44,6 +45,9 @@ def test_bench_quick_writes_every_section(tmp_path: Path) -> None:
     assert all(run["fsyncs"] >= 1 for run in turn_only)
     assert isinstance(cost["semantic_fsyncs_constant"], bool)
     assert written["explore_jobs"]["all_passed"] is True
+    double = written["double_crash"]
+    assert double["all_passed"] is True and 0 < double["double_cases"] <= double["bound"]
+    assert double["single_cases"] > 0 and len(double["double_seconds"]) == double["rounds"]
     reload = written["log_reload"]
     assert reload["events"] > 0 and reload["bytes_per_event"] > 0
     # the informational log of larger events, measured the same way
@@ -65,7 +69,8 @@ def test_bench_quick_writes_every_section(tmp_path: Path) -> None:
         rounds = written[check["section"]]["rounds"]
         assert len(check["rounds"]) == rounds and 0 <= check["rounds_met"] <= rounds, check
     assert len(written["crash_loop"]["floor_round_ms"]) == written["crash_loop"]["rounds"]
-    headings = ("crash loop", "explore", "log reload", "larger events", "checkpoint cost")
+    headings = ("crash loop", "explore", "log reload", "larger events", "checkpoint cost",
+                "crashes during recovery")  # fmt: skip
     for heading in (*headings, "fork / exec"):
         assert heading in result.stderr
     assert not list(out.parent.glob(".*.tmp"))  # the atomic write left no temp file

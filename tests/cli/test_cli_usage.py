@@ -36,6 +36,14 @@ def invoke(*args: str) -> tuple[int, str, str]:
         (("explore", "--drive", "acp", "--backend", "sqlite", TINY), "works with --drive classic"),
         (("run", TINY, "--at", "tool/durable", "--drive", "acp", "--check-determinism"),
          "--check-determinism works with --drive classic only"),
+        (("run", TINY, "--at", "request/durable#1", "--fault", "double-sigkill"),
+         "needs two kill points K1+K2"),
+        (("run", TINY, "--at", "request/durable#1+nope#1", "--fault", "double-sigkill"),
+         "unknown boundary 'nope'"),
+        (("run", TINY, "--at", "tool/effect#9+turn/started#1", "--fault", "double-sigkill"),
+         "never reaches tool/effect#9"),
+        (("explore", "--faults", "double-sigkill", "--max-double-cases", "-1", TINY),
+         "--max-double-cases"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args: tuple[str, ...], needle: str) -> None:

@@ -54,6 +54,7 @@ COMPLETES = {
     "ignores_post_step_failure": "payment.toml",
     "no_turn_end_flush": "multi-turn.toml",
     "trusts_retried_fsync": "payment.toml",
+    "resume_skips_checkpoints": "payment.toml",
 }
 # SQLite backend variants: run with --backend sqlite
 COMPLETES_SQLITE = {

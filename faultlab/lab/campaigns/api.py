@@ -29,6 +29,7 @@ from faultlab.lab.campaigns.targets import (
     parse_faults,
 )
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE, DOUBLE_FAULT, parse_pair
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
 from faultlab.lab.process.scratch import scratch_root
@@ -103,6 +104,8 @@ def run_single(
         return run_single_acp(scenario, occurrence, fault=fault, options=acp)
     if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
         occurrence, fault = COVERAGE, "reference"
+    elif fault == DOUBLE_FAULT:
+        occurrence = "+".join(parse_pair(occurrence))
     else:
         name, n = parse_occurrence(occurrence)
         occurrence = f"{name}#{n}"
@@ -119,7 +122,11 @@ def run_single(
         raise LabUsageError(
             f"fault {fault!r} is not supported on backend {reference.backend}: {reason}"
         )
-    if reference.returncode == 0 and occurrence != COVERAGE:
+    if reference.returncode == 0 and fault == DOUBLE_FAULT:
+        first = occurrence.partition("+")[0]
+        if first not in reference.occurrences:
+            raise LabUsageError(f"{Path(scenario).name}: the fault-free run never reaches {first}")
+    elif reference.returncode == 0 and occurrence != COVERAGE:
         applicable = [c for c in plan_cases(reference, (fault,)) if c.fault == fault]
         if applicable and case not in applicable:
             where = ", ".join(c.occurrence for c in applicable[:8])
@@ -144,7 +151,7 @@ def explore_paths(
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
     spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
-    drive: str = "classic",
+    drive: str = "classic", max_double: int = DEFAULT_MAX_DOUBLE,
 ) -> ExploreResult:  # fmt: skip
     """Every case of every scenario in `paths`, for each of `faults`."""
     return explore_scenarios(
@@ -160,6 +167,7 @@ def explore_paths(
         faults=faults,
         backend=backend,
         drive=drive,
+        max_double=max_double,
     )
 
 
@@ -168,7 +176,7 @@ def explore_scenarios(
     target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
     spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
-    drive: str = "classic",
+    drive: str = "classic", max_double: int = DEFAULT_MAX_DOUBLE,
 ) -> ExploreResult:  # fmt: skip
     """`explore_paths` for scenarios already loaded with `load_scenarios`.  `backend`
     overrides every scenario's persistence backend (None: each scenario's own)."""
@@ -189,4 +197,7 @@ def explore_scenarios(
         raise LabUsageError(f"timeout must be positive, not {timeout}")
     made = make_target(policy=policy, target=target, backend=backend)
     options = LabOptions(made, workdir, timeout, spawn)
-    return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress, faults=faults)
+    if max_double < 0:
+        raise LabUsageError(f"max double cases must be >= 0 (0: all), not {max_double}")
+    return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress, faults=faults,
+                   max_double=max_double)  # fmt: skip

@@ -13,6 +13,12 @@ from pathlib import Path
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.corruption import CORRUPT_FAULT, plan_corrupt_cases, run_corrupt_case
+from faultlab.lab.faults.double import (
+    DEFAULT_MAX_DOUBLE,
+    DOUBLE_FAULT,
+    plan_double_cases,
+    run_double_case,
+)
 from faultlab.lab.faults.live import plan_fault_cases, run_fault_case
 from faultlab.lab.faults.sigkill import run_case
 from faultlab.lab.oracle.case import Case, CaseResult
@@ -120,12 +126,17 @@ def load_scenarios(paths: Sequence[str | Path]) -> list[tuple[str, Scenario]]:
 OFFLINE_FAULTS = ("power-loss", "torn-write")
 
 
-def plan_cases(reference: Reference, faults: Sequence[str] = ("sigkill",)) -> list[Case]:
+def plan_cases(
+    reference: Reference, faults: Sequence[str] = ("sigkill",), *,
+    options: LabOptions | None = None, max_double: int = DEFAULT_MAX_DOUBLE, jobs: int = 1,
+) -> list[Case]:  # fmt: skip
     """The coverage check, then for each fault (in FAULTS order) its cases in
-    trace order: SIGKILL at every occurrence, the others where they apply."""
+    trace order: SIGKILL at every occurrence, the others where they apply.
+    double-sigkill cases come last; planning them runs processes (`options`,
+    `jobs` at a time; see faultlab/lab/faults/double.py)."""
     cases = [Case(reference.scenario_path, COVERAGE, "reference")]
     unsupported = store_for(reference.backend).unsupported
-    for fault in sorted(set(faults), key=FAULTS.index):
+    for fault in sorted(set(faults) - {DOUBLE_FAULT}, key=FAULTS.index):
         if fault in unsupported:  # one case per scenario says so, with the reason
             cases.append(Case(reference.scenario_path, "flush/written#1", fault))
         elif fault == "sigkill":
@@ -138,6 +149,11 @@ def plan_cases(reference: Reference, faults: Sequence[str] = ("sigkill",)) -> li
             cases += plan_corrupt_cases(reference)
         else:
             cases += plan_fault_cases(reference, fault)
+    if DOUBLE_FAULT in faults and reference.returncode == 0:
+        if options is None:
+            raise LabUsageError(f"{DOUBLE_FAULT} cases are planned by running the target: "
+                                "plan_cases needs its options")  # fmt: skip
+        cases += plan_double_cases(reference, options, max_cases=max_double, jobs=jobs)
     return cases
 
 
@@ -168,6 +184,8 @@ def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult
         return reference_failed(case, reference)
     if case.fault == "sigkill":
         return run_case(case, reference, options)
+    if case.fault == DOUBLE_FAULT:
+        return run_double_case(case, reference, options)
     reason = store_for(reference.backend).unsupported.get(case.fault)
     if reason is not None:
         return CaseResult(case, "unsupported", (), 0.0, f"backend {reference.backend}: {reason}")
@@ -205,14 +223,16 @@ def explore(
     faults: Sequence[str] = ("sigkill",),
     only: str | None = None,
     progress: Progress | None = None,
+    max_double: int = DEFAULT_MAX_DOUBLE,
 ) -> ExploreResult:
-    """Run every case of `scenarios` (or of shard `shard`); `only` keeps one occurrence."""
+    """Run every case of `scenarios` (or of shard `shard`); `only` keeps one
+    occurrence; `max_double` bounds each scenario's double-sigkill cases."""
     if jobs < 1:
         raise LabUsageError("jobs must be at least 1")
     options = options.for_jobs(jobs)
 
     def plan(reference: Reference) -> list[Case]:
-        cases = plan_cases(reference, faults)
+        cases = plan_cases(reference, faults, options=options, max_double=max_double, jobs=jobs)
         if only is None:
             return cases
         name, n = parse_occurrence(only)

@@ -157,7 +157,7 @@ def plan_scenario(path: Path, options: PluginOptions) -> ScenarioRun:
     reference = run_reference(shown, scenario, lab)
     cases: tuple[Case, ...] = (Case(shown, COVERAGE, "reference"),)  # it reports a failed run
     if reference.returncode == 0 and not reference.hung:
-        cases = tuple(plan_cases(reference, options.faults))
+        cases = tuple(plan_cases(reference, options.faults, options=lab))
     return ScenarioRun(shown, reference, cases, options, lab)
 
 

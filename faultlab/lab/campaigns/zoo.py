@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from faultlab.lab.campaigns.targets import DRIVES
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.double import DOUBLE_FAULT, parse_pair
 from faultlab.lab.oracle.codes import GUARANTEES
 from faultlab.lab.process.target import bundled_scenarios
 from faultlab.probe import FAULTS, ProbeError, parse_occurrence
@@ -181,9 +182,10 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
     if drive not in DRIVES:
         fields.fail("drive", f"unknown drive {drive!r} (drives: {', '.join(DRIVES)})")
     # The faults a drive can inject (the ACP drive has its own three).
-    possible = _acp_faults() if drive == "acp" else FAULTS
+    # double-sigkill is never in "all" (docs/cli.md): a variant lists it.
+    possible = _acp_faults() if drive == "acp" else (*FAULTS, DOUBLE_FAULT)
     faults_value = table.get("faults", "all")
-    faults: tuple[str, ...] = possible
+    faults: tuple[str, ...] = possible if drive == "acp" else FAULTS
     if faults_value == "all":
         pass
     else:
@@ -201,18 +203,22 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         inner = _Fields(path, f"{fields.where}: quick {number}", item,
                         {"scenario", "at", "fault", "check_determinism"})  # fmt: skip
         at = inner.text("at")
-        try:
-            boundary, n = parse_occurrence(at)
-        except ProbeError as exc:
-            inner.fail("at", str(exc))
         fault = str(item.get("fault", "sigkill"))
         if fault not in possible:
             inner.fail("fault", f"unknown fault {fault!r} (faults: {', '.join(possible)})")
+        try:
+            if fault == DOUBLE_FAULT:
+                at = "+".join(parse_pair(at))
+            else:
+                boundary, n = parse_occurrence(at)
+                at = f"{boundary}#{n}"
+        except (ProbeError, LabUsageError) as exc:
+            inner.fail("at", str(exc))
         scenario = _scenario(inner, "scenario", inner.text("scenario"))
         twice = item.get("check_determinism", False)
         if not isinstance(twice, bool):
             inner.fail("check_determinism", f"must be true or false, not {twice!r}")
-        quick.append(QuickCase(scenario, f"{boundary}#{n}", fault, twice))
+        quick.append(QuickCase(scenario, at, fault, twice))
     timeout = fields.positive("timeout", 60.0)
     explore = table.get("explore", True)
     if not isinstance(explore, bool):

@@ -1,0 +1,48 @@
+# The identity checks of a read log: one `turn/start` per turn number and one
+# `request/header` per request id (docs/log-format.md section 7.2).  Seqs say
+# the events are in order; these say no turn or request was written twice
+# (a turn counter rebuilt wrongly on load, a request id that is not unique),
+# which no seq check sees.  A pass over the events already made, so the
+# readers' bulk fast path (fastpath.py) keeps its inner loop unchanged.
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from faultlab.lab.read.view import REQUEST_DUPLICATE, TURN_DUPLICATE, LogEvent, LogProblem
+
+__all__ = ["identity_problems", "with_identity_problems"]
+
+_KEYS = (("turn/start", "turn", TURN_DUPLICATE), ("request/header", "requestId", REQUEST_DUPLICATE))
+
+
+def identity_problems(events: Sequence[LogEvent]) -> list[LogProblem]:
+    """A problem at every `turn/start` whose turn number, and every
+    `request/header` whose request id, an earlier event of its type had."""
+    seen: dict[str, dict[object, LogEvent]] = {kind: {} for kind, _key, _code in _KEYS}
+    fields = {kind: (key, code) for kind, key, code in _KEYS}
+    found = []
+    for event in events:
+        if event.type not in fields:
+            continue
+        key, code = fields[event.type]
+        value = event.data.get(key)
+        if value is None or isinstance(value, dict | list):
+            continue  # not an identity (a malformed event is not this check's business)
+        first = seen[event.type].setdefault(value, event)
+        if first is not event:
+            what = (
+                f"line {event.line} (byte {event.offset}): {event.type} {key} {value!r} "
+                f"(seq {event.seq}) repeats the one at line {first.line} (seq {first.seq})"
+            )
+            found.append(LogProblem(code, event.line, event.offset, what))
+    return found
+
+
+def with_identity_problems(
+    problems: Sequence[LogProblem], events: Sequence[LogEvent]
+) -> tuple[LogProblem, ...]:
+    """`problems` and the identity problems of `events`, in line order."""
+    extra = identity_problems(events)
+    if not extra:
+        return tuple(problems)
+    return tuple(sorted([*problems, *extra], key=lambda p: p.line))

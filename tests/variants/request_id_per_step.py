@@ -28,7 +28,7 @@ _SOURCE = textwrap.dedent(inspect.getsource(agent.Agent._step_body))
 _BROKEN = _SOURCE.replace('f"req-t{turn}-s{step}"', 'f"req-s{step}"')
 assert _BROKEN != _SOURCE, "the reference no longer names requests req-t<turn>-s<step>"
 _namespace: dict[str, Any] = {}
-exec(compile(_BROKEN, agent.__file__, "exec"), vars(agent), _namespace)  # noqa: S102
+exec(compile(_BROKEN, agent.__file__, "exec"), vars(agent), _namespace)
 
 agent.Agent._step_body = _namespace["_step_body"]  # type: ignore[method-assign]
 

@@ -12,22 +12,26 @@ from faultlab.lab.read.view import REQUEST_DUPLICATE, TURN_DUPLICATE, LogEvent, 
 
 __all__ = ["identity_problems", "with_identity_problems"]
 
-_KEYS = (("turn/start", "turn", TURN_DUPLICATE), ("request/header", "requestId", REQUEST_DUPLICATE))
+# event type, its identity field, the field's JSON type, the problem code
+_KEYS = (
+    ("turn/start", "turn", int, TURN_DUPLICATE),
+    ("request/header", "requestId", str, REQUEST_DUPLICATE),
+)
 
 
 def identity_problems(events: Sequence[LogEvent]) -> list[LogProblem]:
     """A problem at every `turn/start` whose turn number, and every
     `request/header` whose request id, an earlier event of its type had."""
-    seen: dict[str, dict[object, LogEvent]] = {kind: {} for kind, _key, _code in _KEYS}
-    fields = {kind: (key, code) for kind, key, code in _KEYS}
+    seen: dict[str, dict[object, LogEvent]] = {kind: {} for kind, *_rest in _KEYS}
+    fields = {kind: (key, kind_of, code) for kind, key, kind_of, code in _KEYS}
     found = []
     for event in events:
         if event.type not in fields:
             continue
-        key, code = fields[event.type]
+        key, kind_of, code = fields[event.type]
         value = event.data.get(key)
-        if value is None or isinstance(value, dict | list):
-            continue  # not an identity (a malformed event is not this check's business)
+        if type(value) is not kind_of:
+            continue  # no identity to compare (a malformed field is not this check's business)
         first = seen[event.type].setdefault(value, event)
         if first is not event:
             what = (
@@ -41,8 +45,11 @@ def identity_problems(events: Sequence[LogEvent]) -> list[LogProblem]:
 def with_identity_problems(
     problems: Sequence[LogProblem], events: Sequence[LogEvent]
 ) -> tuple[LogProblem, ...]:
-    """`problems` and the identity problems of `events`, in line order."""
-    extra = identity_problems(events)
+    """`problems` and the identity problems of `events`, in line order.  A line
+    that already has a problem (a repeated seq repeats its whole event) gets no
+    second one: one defect, one report."""
+    taken = {p.line for p in problems}
+    extra = [p for p in identity_problems(events) if p.line not in taken]
     if not extra:
         return tuple(problems)
     return tuple(sorted([*problems, *extra], key=lambda p: p.line))

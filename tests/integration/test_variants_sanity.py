@@ -53,6 +53,15 @@ COMPLETES = {
     "concurrent_flushes": "multi-turn.toml",  # no parallel calls: no overlap, a clean log
     "ignores_post_step_failure": "payment.toml",
     "no_turn_end_flush": "multi-turn.toml",
+    # issue 19, the missing claims
+    "no_post_step_checkpoint": "payment.toml",
+    "sigterm_drops_results": "payment.toml",
+    "refused_writer_truncates_lock": "payment.toml",
+    "refused_writer_unlinks_lock": "payment.toml",
+    "turn_counter_from_completed": "multi-turn.toml",
+    "request_id_per_step": "multi-turn.toml",
+    "cut_tail_discarded": "chat.toml",
+    "repair_ignores_nested": "nested-parallel.toml",
 }
 # SQLite backend variants: run with --backend sqlite
 COMPLETES_SQLITE = {

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from faultlab.lab.oracle.case import Case
-from faultlab.lab.oracle.claims import cut_tail_lost, settled_steps_lost
+from faultlab.lab.oracle.claims import closed_turns_lost, cut_tail_lost, settled_steps_lost
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.expected import expected_repair
 from faultlab.lab.oracle.validity import check_history
@@ -196,30 +196,9 @@ def check_crash_durability(
             )
         )
     if not any(v.code == "COMPLETED_TURN_LOST" for v in found):
-        found.extend(_closed_turns_lost(trace, events))
+        found.extend(closed_turns_lost(trace, events))
     if not any(v.code in ("COMPLETED_TURN_LOST", "SETTLED_STEP_LOST") for v in found):
         found.extend(settled_steps_lost(trace, events))  # reported once, as the turn's
-    return found
-
-
-def _closed_turns_lost(
-    trace: Sequence[dict[str, Any]], events: Sequence[LogEvent]
-) -> list[Violation]:
-    """G4 for the turn-end checkpoint: a `turn/durable` the child went past
-    claims its turn's `turn/end` is durable, flush facts or not."""
-    ended = {e.data.get("turn") for e in events if e.type == "turn/end"}
-    found = []
-    for message in _passed(trace, "turn/durable"):
-        turn = message.get("turn")
-        if turn not in ended:
-            found.append(
-                Violation(
-                    "COMPLETED_TURN_LOST",
-                    f"turn {turn} was reported durable (turn/durable) but its turn/end was not "
-                    "in the crashed log",
-                    {"turn": turn, "lostTurnEnds": []},
-                )
-            )
     return found
 
 

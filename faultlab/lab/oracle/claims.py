@@ -1,6 +1,6 @@
 # Claims the oracle holds a target to beyond its flush facts (issue 19, item 4):
-#   G4   a `step/durable` the child went past claims its step's `step/end`
-#        is durable, as `turn/durable` claims its `turn/end`;
+#   G4   a `turn/durable` the child went past claims its turn's `turn/end`
+#        is durable, a `step/durable` its step's `step/end`;
 #   G10  a graceful stop leaves no call unanswered, open turn or not;
 #   G5   a writer that cuts a torn tail (or damage after the last completed
 #        turn) off the log keeps the cut bytes in a cut file (docs/log-format.md
@@ -16,7 +16,39 @@ from typing import Any
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.read.view import LogEvent, LogView
 
-__all__ = ["cut_files_of", "cut_tail_lost", "settled_steps_lost", "unanswered_calls"]
+__all__ = [
+    "closed_turns_lost",
+    "cut_files_of",
+    "cut_tail_lost",
+    "settled_steps_lost",
+    "unanswered_calls",
+]
+
+
+def _passed(trace: Sequence[dict[str, Any]], boundary: str) -> list[dict[str, Any]]:
+    # Occurrences the child went past: the parked one never ran on.
+    return [m for m in trace if m.get("boundary") == boundary and not m.get("parked")]
+
+
+def closed_turns_lost(
+    trace: Sequence[dict[str, Any]], events: Sequence[LogEvent]
+) -> list[Violation]:
+    """G4 for the turn-end checkpoint: a `turn/durable` the child went past
+    claims its turn's `turn/end` is durable, flush facts or not."""
+    ended = {e.data.get("turn") for e in events if e.type == "turn/end"}
+    found = []
+    for message in _passed(trace, "turn/durable"):
+        turn = message.get("turn")
+        if turn not in ended:
+            found.append(
+                Violation(
+                    "COMPLETED_TURN_LOST",
+                    f"turn {turn} was reported durable (turn/durable) but its turn/end was not "
+                    "in the crashed log",
+                    {"turn": turn, "lostTurnEnds": []},
+                )
+            )
+    return found
 
 
 def settled_steps_lost(
@@ -27,9 +59,7 @@ def settled_steps_lost(
     crashed log."""
     ended = {(e.data.get("turn"), e.data.get("step")) for e in events if e.type == "step/end"}
     found = []
-    for message in trace:
-        if message.get("boundary") != "step/durable" or message.get("parked"):
-            continue
+    for message in _passed(trace, "step/durable"):
         turn, step = message.get("turn"), message.get("step")
         if (turn, step) not in ended:
             found.append(Violation(

@@ -7,11 +7,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
+from operator import itemgetter
 
 from faultlab.lab.read.view import REQUEST_DUPLICATE, TURN_DUPLICATE, LogEvent, LogProblem
 
 __all__ = ["identity_problems", "with_identity_problems"]
 
+_TYPE = itemgetter(1)  # LogEvent.type
 # event type, its identity field, the field's JSON type, the problem code
 _KEYS = (
     ("turn/start", "turn", int, TURN_DUPLICATE),
@@ -25,9 +28,9 @@ def identity_problems(events: Sequence[LogEvent]) -> list[LogProblem]:
     seen: dict[str, dict[object, LogEvent]] = {kind: {} for kind, *_rest in _KEYS}
     fields = {kind: (key, kind_of, code) for kind, key, kind_of, code in _KEYS}
     found = []
-    for event in events:
-        if event.type not in fields:
-            continue
+    # The few events with an identity, picked in C-level passes: a big log is
+    # mostly chunks, and the reader's speed is benchmarked (`faultlab bench`).
+    for event in compress(events, map(fields.__contains__, map(_TYPE, events))):
         key, kind_of, code = fields[event.type]
         value = event.data.get(key)
         if type(value) is not kind_of:

@@ -55,6 +55,15 @@ COMPLETES = {
     "no_turn_end_flush": "multi-turn.toml",
     "trusts_retried_fsync": "payment.toml",
     "resume_skips_checkpoints": "payment.toml",
+    # issue 19, the missing claims
+    "no_post_step_checkpoint": "payment.toml",
+    "sigterm_drops_results": "payment.toml",
+    "refused_writer_truncates_lock": "payment.toml",
+    "refused_writer_unlinks_lock": "payment.toml",
+    "turn_counter_from_completed": "multi-turn.toml",
+    "request_id_per_step": "multi-turn.toml",
+    "cut_tail_discarded": "chat.toml",
+    "repair_ignores_nested": "nested-parallel.toml",
 }
 # SQLite backend variants: run with --backend sqlite
 COMPLETES_SQLITE = {

@@ -169,8 +169,18 @@ def _copy_ledger(source: Path, session: Path) -> None:
         shutil.copy2(ledger, session / ledger.name)
 
 
+def _lock_state(lock: Path) -> tuple[int, bytes] | None:
+    """The lock file's inode and bytes (None: there is none, e.g. a target
+    that locks some other way: then nothing is compared)."""
+    try:
+        return lock.stat().st_ino, lock.read_bytes()
+    except OSError:
+        return None
+
+
 def _second_writer(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
-    """While the target is parked mid-run, a second writer opens the session."""
+    """While the target is parked mid-run, a second writer opens the session,
+    then a third; each must be refused without touching the log or the lock."""
     started = time.monotonic()
     where = options.workdir / "cases" / slug(case.id)
     shutil.rmtree(where, ignore_errors=True)
@@ -184,16 +194,30 @@ def _second_writer(case: Case, reference: Reference, options: LabOptions) -> Cas
                 first.wait(options.timeout)
                 return CaseResult(case, "drift", (Violation("DRIFT", "never parked"),))
             before = store.take(session)
-            second = make_child(options, case.scenario, session, "resume", "second")
-            status = run_to_exit(second, options.timeout)
-            after = store.take(session)
-            if status.returncode == 0 or after != before:
-                violations.append(Violation(
-                    "SEQ_FORK",
-                    f"a second writer on the live session exited {status.returncode} and "
-                    + ("changed the log" if after != before else "was not refused"),
-                    {"status": status.returncode, "changed": after != before},
-                ))  # fmt: skip
+            lock = session / f"{store.log_name}.lock"  # docs/log-format.md 6.4
+            held = _lock_state(lock)
+            # A third writer after a refused second one: a refusal must leave
+            # the live writer's lock as it was, or the next writer gets in.
+            for writer in ("second", "third"):
+                child = make_child(options, case.scenario, session, "resume", writer)
+                status = run_to_exit(child, options.timeout)
+                after = store.take(session)
+                if status.returncode == 0 or after != before:
+                    violations.append(Violation(
+                        "SEQ_FORK",
+                        f"a {writer} writer on the live session exited {status.returncode} and "
+                        + ("changed the log" if after != before else "was not refused"),
+                        {"writer": writer, "status": status.returncode, "changed": after != before},
+                    ))  # fmt: skip
+                    break
+                if held is not None and _lock_state(lock) != held:
+                    violations.append(Violation(
+                        "SEQ_FORK",
+                        f"the {writer} writer was refused but left the live writer's lock file "
+                        f"{lock.name} " + ("deleted" if not lock.exists() else "changed"),
+                        {"writer": writer, "lock": lock.name},
+                    ))  # fmt: skip
+                    held = _lock_state(lock)
             first.reply("continue")
             while first.run_until_parked_or_exit(options.timeout) is not None:
                 first.reply("continue")

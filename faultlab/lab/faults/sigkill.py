@@ -16,6 +16,7 @@ from typing import Any
 
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.checks import Observation, check_case
+from faultlab.lab.oracle.claims import cut_files_of
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import (
     LabOptions,
@@ -216,12 +217,15 @@ def recover(
     artifacts["crashed"] = str(store.save(crashed_bytes, where, "crashed"))
     children: list[tuple[str, Child]] = []
     statuses = {"repair_status": ChildExit(0, "")}
+    cut_files: tuple[tuple[str, bytes], ...] | None = None
     try:
         if store.exists(session):
             repair = make_child(options, case.scenario, session, "repair", "repair", after=after)
             after = None  # the resume child follows the repair child, not the crash child
             children.append(("repair_status", repair))
             statuses["repair_status"] = run_to_exit(repair, options.timeout, early=True)
+            if store.backend == "jsonl":  # the cut files of docs/log-format.md 7.3
+                cut_files = tuple(cut_files_of(session, store.log_name).items())
         repaired_bytes = store.take(session)
         artifacts["repaired"] = str(store.save(repaired_bytes, where, "repaired"))
         resume = make_child(options, case.scenario, session, "resume", "resume", after=after)
@@ -251,6 +255,8 @@ def recover(
         resume_status=statuses["resume_status"],
         final_ledger=read_ledger(ledger_path),
         diverged=diverged,
+        crashed_bytes=crashed_bytes,
+        cut_files=cut_files,
     )
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 import orjson
 
 from faultlab.lab.oracle.case import Case
+from faultlab.lab.oracle.claims import closed_turns_lost, cut_tail_lost, settled_steps_lost
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.expected import expected_repair
 from faultlab.lab.oracle.validity import check_history
@@ -43,6 +45,10 @@ class Observation:
     # signal, a failed flush): the log is not expected to follow the
     # reference's beyond it.
     diverged: bool = False
+    # JSONL: the crashed log's bytes and the cut files beside the log after the
+    # repair child, by name (None: not looked at, e.g. SQLite or no repair).
+    crashed_bytes: bytes = b""
+    cut_files: tuple[tuple[str, bytes], ...] | None = None
 
 
 def event_key(event: LogEvent) -> tuple[int, str, bytes]:
@@ -101,6 +107,9 @@ def _first_difference(events: Sequence[LogEvent], reference: Sequence[LogEvent])
 def check_integrity(obs: Observation) -> list[Violation]:
     """G5: the crashed log reads cleanly and is a prefix of the reference log."""
     found = check_crash_integrity(obs.crashed, obs.reference_log, prefix=not obs.diverged)
+    if obs.cut_files is not None and obs.repair_status.returncode == 0:
+        log_name = PurePath(obs.crashed.path).name
+        found += cut_tail_lost(obs.crashed, obs.crashed_bytes, dict(obs.cut_files), log_name)
     for later_name, later in (("repaired", obs.repaired), ("final", obs.final)):
         earlier = obs.crashed if later_name == "repaired" else obs.repaired
         event = _first_difference(earlier.events, later.events)
@@ -187,28 +196,9 @@ def check_crash_durability(
             )
         )
     if not any(v.code == "COMPLETED_TURN_LOST" for v in found):
-        found.extend(_closed_turns_lost(trace, events))
-    return found
-
-
-def _closed_turns_lost(
-    trace: Sequence[dict[str, Any]], events: Sequence[LogEvent]
-) -> list[Violation]:
-    """G4 for the turn-end checkpoint: a `turn/durable` the child went past
-    claims its turn's `turn/end` is durable, flush facts or not."""
-    ended = {e.data.get("turn") for e in events if e.type == "turn/end"}
-    found = []
-    for message in _passed(trace, "turn/durable"):
-        turn = message.get("turn")
-        if turn not in ended:
-            found.append(
-                Violation(
-                    "COMPLETED_TURN_LOST",
-                    f"turn {turn} was reported durable (turn/durable) but its turn/end was not "
-                    "in the crashed log",
-                    {"turn": turn, "lostTurnEnds": []},
-                )
-            )
+        found.extend(closed_turns_lost(trace, events))
+    if not any(v.code in ("COMPLETED_TURN_LOST", "SETTLED_STEP_LOST") for v in found):
+        found.extend(settled_steps_lost(trace, events))  # reported once, as the turn's
     return found
 
 

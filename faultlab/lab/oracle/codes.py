@@ -25,6 +25,13 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "SEQ_GAP": ("G5", "the recovered log skips a seq"),
     "SEQ_DUPLICATE": ("G5", "the recovered log repeats a seq"),
     "CORRUPT_COMMITTED_LOG": ("G5", "a committed line of the recovered log cannot be read"),
+    "TURN_DUPLICATE": ("G5", "the log has two turn/start events for one turn number"),
+    "REQUEST_DUPLICATE": ("G5", "the log has two request/header events for one request id"),
+    "CUT_TAIL_LOST": (
+        "G5",
+        "a writer cut a torn tail or damaged suffix off the log without keeping the cut bytes "
+        "in a cut file",
+    ),
     "UNSAFE_RETRY_GUIDANCE": (
         "G6",
         "repair told the model a retry is safe for a tool that is not idempotent",
@@ -51,7 +58,10 @@ GUARANTEES: dict[str, tuple[str, str]] = {
         "the target loaded a log with a corrupt committed line instead of refusing it",
     ),
     "FAULT_NOT_INJECTED": ("lab", "the fault was armed but never took effect in the target"),
-    "GRACEFUL_CLOSE_MISSING": ("G10", "a graceful stop did not persist its closing events"),
+    "GRACEFUL_CLOSE_MISSING": (
+        "G10",
+        "a graceful stop did not persist its closing events, or left a call unanswered",
+    ),
     "ACP_REPLAY_MISMATCH": (
         "ACP",
         "session/load showed the client a conversation other than the repaired log's",

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from faultlab.lab.oracle.checks import Observation
+from faultlab.lab.oracle.claims import unanswered_calls
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.expected import expected_repair
 from faultlab.lab.process.spawn import ChildExit
@@ -118,6 +119,18 @@ def check_graceful_close(obs: Observation, status: ChildExit | None) -> list[Vio
             "after SIGTERM the log's last turn is still open"
             + (f" with {len(repair.results)} unanswered call(s)" if repair.results else ""),
             {"openTurn": repair.close_turn, "unanswered": [r.call_id for r in repair.results]},
+        ))  # fmt: skip
+    # A call (top-level or nested) with no result that the repair above would
+    # not answer, because its turn is closed: the stop cut work short without
+    # saying how it ended.
+    repaired = {r.call_id for r in repair.results}
+    dangling = [c for c in unanswered_calls(events) if c not in repaired]
+    if dangling:
+        found.append(Violation(
+            "GRACEFUL_CLOSE_MISSING",
+            f"after SIGTERM {len(dangling)} call(s) were left unanswered that no crash repair "
+            f"would answer ({', '.join(dangling)})",
+            {"openTurn": None, "unanswered": dangling},
         ))  # fmt: skip
     ends = [e for e in events if e.type == "turn/end"]
     if ends and not obs.crashed.last_turn_open:

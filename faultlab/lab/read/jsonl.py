@@ -22,6 +22,7 @@ from pathlib import Path
 import orjson
 
 from faultlab.lab.read.fastpath import read_good_prefix
+from faultlab.lab.read.identity import with_identity_problems
 from faultlab.lab.read.lines import Loads, decode_event, header_problem
 from faultlab.lab.read.view import (
     BAD_HEADER,
@@ -148,7 +149,7 @@ def parse_log(data: bytes, path: str, *, loads: Loads = orjson.loads, fast: bool
         size=size,
         valid_size=valid_size,
         torn_bytes=size - valid_size,
-        problems=tuple(problems),
+        problems=with_identity_problems(problems, events),
     )
 
 

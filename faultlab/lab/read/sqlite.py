@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from faultlab.lab.read.identity import with_identity_problems
 from faultlab.lab.read.lines import is_event, what_is_wrong
 from faultlab.lab.read.view import (
     BAD_HEADER,
@@ -109,7 +110,8 @@ def parse_sqlite(data: bytes, path: str) -> LogView:
         return _bad(path, size, f"cannot read the database ({exc})")
     finally:
         db.close()
-    return LogView(path, True, header, tuple(events), size, size, 0, tuple(problems))
+    return LogView(path, True, header, tuple(events), size, size, 0,
+                   with_identity_problems(problems, events))  # fmt: skip
 
 
 def _decode(row: tuple[Any, ...]) -> dict[str, Any] | str:

@@ -13,8 +13,10 @@ __all__ = [
     "BAD_HEADER",
     "CORRUPT_COMMITTED_LOG",
     "EVENT_TYPES",
+    "REQUEST_DUPLICATE",
     "SEQ_DUPLICATE",
     "SEQ_GAP",
+    "TURN_DUPLICATE",
     "LogEvent",
     "LogProblem",
     "LogView",
@@ -24,6 +26,10 @@ CORRUPT_COMMITTED_LOG = "CORRUPT_COMMITTED_LOG"
 SEQ_GAP = "SEQ_GAP"
 SEQ_DUPLICATE = "SEQ_DUPLICATE"
 BAD_HEADER = "BAD_HEADER"
+# Two `turn/start` for one turn number, two `request/header` for one request id
+# (read/identity.py).
+TURN_DUPLICATE = "TURN_DUPLICATE"
+REQUEST_DUPLICATE = "REQUEST_DUPLICATE"
 
 # Version 1 has exactly these ten event types; any other makes a line bad.
 EVENT_TYPES: frozenset[str] = frozenset(

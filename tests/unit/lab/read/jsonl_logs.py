@@ -17,8 +17,10 @@ def line(seq: int, kind: str, data: dict[str, Any] | None = None, time: float = 
     return orjson.dumps({"seq": seq, "type": kind, "time": time, "data": data or {}}) + b"\n"
 
 
-def lines(kinds: list[str], first: int = 0) -> bytes:
-    return b"".join(line(first + i, kind, {"turn": 0}) for i, kind in enumerate(kinds))
+def lines(kinds: list[str], first: int = 0, turn: int = 0) -> bytes:
+    # One turn number for every line: a second turn needs its own (`turn`), or
+    # its turn/start repeats one (TURN_DUPLICATE).
+    return b"".join(line(first + i, kind, {"turn": turn}) for i, kind in enumerate(kinds))
 
 
 TURN = [

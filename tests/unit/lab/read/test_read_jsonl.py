@@ -213,7 +213,7 @@ def test_an_escaped_turn_end_still_commits_earlier_damage() -> None:
 
 
 def test_a_turn_end_before_the_damage_does_not_commit_it() -> None:
-    good = HEADER + lines(TURN) + lines(["turn/start"], first=10)
+    good = HEADER + lines(TURN) + lines(["turn/start"], first=10, turn=1)
     view = parse_log(good + b"{bad\n", "s")
     assert view.problems == () and view.valid_size == len(good)
 

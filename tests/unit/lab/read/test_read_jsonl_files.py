@@ -100,7 +100,7 @@ def test_the_standard_library_decoder_reads_the_same_log(tmp_path: Path) -> None
         + line(4, "assistant/chunk", {"turn": 0, "step": 0, "index": 0, "delta": "héllo \u2028"})
         + b"{bad\n"
         + lines(TURN[6:], first=6)
-        + lines(TURN[:2], first=10)
+        + lines(TURN[:2], first=10, turn=1)
         + b'{"seq":12,"ty'
     )
     path = tmp_path / "session.jsonl"

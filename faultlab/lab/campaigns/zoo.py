@@ -202,7 +202,8 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
                         {"scenario", "at", "fault", "check_determinism"})  # fmt: skip
         at = inner.text("at")
         try:
-            boundary, n = parse_occurrence(at)
+            # "coverage": the scenario's coverage check (a reference run only).
+            boundary, n = ("coverage", 0) if at == "coverage" else parse_occurrence(at)
         except ProbeError as exc:
             inner.fail("at", str(exc))
         fault = str(item.get("fault", "sigkill"))
@@ -212,7 +213,7 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         twice = item.get("check_determinism", False)
         if not isinstance(twice, bool):
             inner.fail("check_determinism", f"must be true or false, not {twice!r}")
-        quick.append(QuickCase(scenario, f"{boundary}#{n}", fault, twice))
+        quick.append(QuickCase(scenario, at if n == 0 else f"{boundary}#{n}", fault, twice))
     timeout = fields.positive("timeout", 60.0)
     explore = table.get("explore", True)
     if not isinstance(explore, bool):

@@ -71,6 +71,18 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "DRIFT": ("lab", "the crash run did not reach its kill point the way the reference did"),
     "CHILD_HUNG": ("lab", "the target neither reached its kill point nor exited in time"),
     "REFERENCE_FAILED": ("lab", "the fault-free run of the scenario did not complete"),
+    "NO_BOUNDARY_REPORTED": (
+        "coverage",
+        "the fault-free run reported no boundary: nothing could be crash-tested",
+    ),
+    "FAULT_NOT_PLANNED": (
+        "coverage",
+        "a fault that applies to the scenario got no case: it was never injected",
+    ),
+    "EXPECTATION_NOT_CHECKED": (
+        "coverage",
+        "an [[expect]] of the scenario was never checked: no case ran at its occurrence",
+    ),
     "FAULT_UNSUPPORTED": (
         "lab",
         "the target does not report the write facts and flush/written boundary this fault needs",

@@ -55,6 +55,12 @@ _STEP_KEYS = (*_CONTENT_KEYS, "delay_ms", "chunk_delay_ms", "branches")
 _BRANCH_KEYS = ("when", "tool", *_CONTENT_KEYS)
 _CALL_KEYS = ("tool", "arguments")
 _EXPECT_KEYS = ("at", "fault", "repair", "ledger")
+# Faults whose cases check a scenario's [[expect]], and the boundaries their
+# cases are planned at (None: every boundary).  An expectation elsewhere could
+# never be checked, so it is an error at load rather than a silent no-op.
+_EXPECT_FAULTS: dict[str, tuple[str, ...] | None] = {
+    "sigkill": None, "power-loss": ("flush/written",), "torn-write": ("flush/written",),
+}  # fmt: skip
 
 SCENARIO_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -297,6 +303,15 @@ def _check_last_step(ctx: Context, at: FieldPath, step: Step) -> None:
 def _expectation(t: Table, tools: Sequence[ToolSpec]) -> Expectation:
     name, n = t.ctx.occurrence(t.at("at"), t.require("at", str))
     fault = t.choice("fault", "sigkill")
+    if fault not in _EXPECT_FAULTS:
+        problem = (f"{fault} cases never check [[expect]] (only "
+                   f"{join_names(tuple(_EXPECT_FAULTS))} cases do): it would never be checked")
+        raise t.ctx.error(t.at("fault"), problem)  # fmt: skip
+    where = _EXPECT_FAULTS[fault]
+    if where is not None and name not in where:
+        problem = (f"{fault} cases run only at {join_names(where)}, so an expectation at "
+                   f"{name}#{n} would never be checked")
+        raise t.ctx.error(t.at("at"), problem)  # fmt: skip
     repair = t.strings("repair")
     for at, code in repair or []:
         if code not in REPAIR_CODES:

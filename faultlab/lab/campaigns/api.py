@@ -14,6 +14,7 @@ from faultlab.lab.campaigns.explore import (
     ExploreResult,
     Progress,
     Shard,
+    coverage_result,
     explore,
     load_scenarios,
     plan_cases,
@@ -101,7 +102,11 @@ def run_single(
             workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
         )
         return run_single_acp(scenario, occurrence, fault=fault, options=acp)
-    if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
+    # The scenario's coverage check: a reference run only, which also checks
+    # that `fault` got cases where it applies (faultlab/lab/campaigns/explore.py).
+    planned = (fault,)
+    if occurrence == COVERAGE:
+        check_fault(fault)
         occurrence, fault = COVERAGE, "reference"
     else:
         name, n = parse_occurrence(occurrence)
@@ -128,7 +133,10 @@ def run_single(
                 f"fault {fault!r} does not apply at {occurrence} in {Path(scenario).name} "
                 f"(it applies at: {where}{more})"
             )
-    result = run_one(case, reference, options)
+    if occurrence == COVERAGE:
+        result = coverage_result(case, reference, planned)
+    else:
+        result = run_one(case, reference, options)
     if not check_determinism:
         return result
     from faultlab.lab.campaigns.determinism import check_determinism as rerun_and_compare

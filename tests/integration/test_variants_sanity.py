@@ -53,6 +53,9 @@ COMPLETES = {
     "concurrent_flushes": "multi-turn.toml",  # no parallel calls: no overlap, a clean log
     "ignores_post_step_failure": "payment.toml",
     "no_turn_end_flush": "multi-turn.toml",
+    "no_boundaries": "chat.toml",
+    "no_tool_boundaries": "payment.toml",
+    "resume_retries_unknown": "payment.toml",
 }
 # SQLite backend variants: run with --backend sqlite
 COMPLETES_SQLITE = {

@@ -22,6 +22,7 @@ from faultlab.scenario.chunking import chunk_text
 from faultlab.scenario.locate import FieldPath
 from faultlab.scenario.model import (
     FORMAT_VERSION,
+    POLICIES,
     Branch,
     Effect,
     Expectation,
@@ -54,7 +55,7 @@ _TURN_KEYS = ("user", "steps")
 _STEP_KEYS = (*_CONTENT_KEYS, "delay_ms", "chunk_delay_ms", "branches")
 _BRANCH_KEYS = ("when", "tool", *_CONTENT_KEYS)
 _CALL_KEYS = ("tool", "arguments")
-_EXPECT_KEYS = ("at", "fault", "repair", "ledger")
+_EXPECT_KEYS = ("at", "fault", "repair", "ledger", "policies")
 # Faults whose cases check a scenario's [[expect]], and the boundaries their
 # cases are planned at (None: every boundary).  An expectation elsewhere could
 # never be checked, so it is an error at load rather than a silent no-op.
@@ -317,6 +318,10 @@ def _expectation(t: Table, tools: Sequence[ToolSpec]) -> Expectation:
         if code not in REPAIR_CODES:
             problem = f"unknown repair code {code!r} (valid: {join_names(REPAIR_CODES)})"
             raise t.ctx.error(at, problem)
+    policies = t.strings("policies")
+    for at, policy in policies or []:
+        if policy not in POLICIES:
+            raise t.ctx.error(at, f"unknown policy {policy!r} (valid: {join_names(POLICIES)})")
     ledger = t.get("ledger", dict)
     for tool, count in (ledger or {}).items():
         at = t.at("ledger", tool)
@@ -327,6 +332,7 @@ def _expectation(t: Table, tools: Sequence[ToolSpec]) -> Expectation:
         fault=fault,
         repair=None if repair is None else tuple(code for _, code in repair),
         ledger=None if ledger is None else dict(ledger),
+        policies=None if policies is None else tuple(policy for _, policy in policies),
     )
 
 

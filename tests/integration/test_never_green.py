@@ -173,3 +173,54 @@ def test_g6_still_catches_an_effect_applied_twice(tmp_path: Path, name: str) -> 
     assert "SIDE_EFFECT_DUPLICATED" in result.codes
     rule = "callId" if name == "resume_reruns_tools" else "unknownCallId"
     assert any(rule in v.evidence for v in result.violations if v.code == "SIDE_EFFECT_DUPLICATED")
+
+
+# Issue 19 item 6: no false alarm in any policy.  Each case failed on the
+# reference runtime under every-event before; the runtime or the lab was fixed
+# (docs/decisions.md says which and why).
+EVERY_EVENT_CLEAN = [
+    ("payment.toml", "tool/logged#1", "cancel-in-checkpoint"),  # was DISPATCH_AFTER_CANCEL
+    ("mixed-parallel.toml", "tool/logged#2", "cancel-in-checkpoint"),
+    ("multi-turn.toml", "request/logged#4", "io-error"),  # was PROVIDER_INVALID_HISTORY
+    ("payment.toml", "assistant/recorded#1", "sigkill"),  # was EXPECTATION_FAILED
+    ("payment.toml", "tool/durable#1", "sigkill"),  # its [[expect]] holds under every-event
+]
+
+
+@pytest.mark.parametrize(("scenario", "at", "fault"), EVERY_EVENT_CLEAN)
+def test_every_event_raises_no_false_alarm(
+    tmp_path: Path, scenario: str, at: str, fault: str
+) -> None:
+    result = lab.run_single(str(SCENARIOS / scenario), at, fault=fault, policy="every-event",
+                            workdir=tmp_path, timeout=60)  # fmt: skip
+    assert result.verdict == "pass", [v.message for v in result.violations]
+
+
+def test_an_expectation_is_checked_only_under_its_policies(tmp_path: Path) -> None:
+    # payment.toml's assistant/recorded#1 expects repair [] (semantic only):
+    # broken under the scenario's own policy it must still fail.
+    from faultlab.scenario import load_scenario
+
+    payment = load_scenario(SCENARIOS / "payment.toml")
+    owned = [e for e in payment.expectations if e.at == "assistant/recorded#1"]
+    assert owned and owned[0].policies is None
+    flipped = 'at = "assistant/recorded#1"\nrepair = ["TOOL_NOT_STARTED"]'
+    text = (SCENARIOS / "payment.toml").read_text("utf-8")
+    text = text.replace('at = "assistant/recorded#1"\nrepair = []', flipped)
+    broken = tmp_path / "payment.toml"
+    broken.write_text(text, encoding="utf-8")
+    semantic = lab.run_single(str(broken), "assistant/recorded#1", workdir=tmp_path / "s")
+    assert semantic.codes == ("EXPECTATION_FAILED",)
+    # Under every-event neither the flipped nor the original one is owed (both
+    # hold for the scenario's own policy only): neither run fails.
+    for path in (broken, SCENARIOS / "payment.toml"):
+        result = lab.run_single(str(path), "assistant/recorded#1", policy="every-event",
+                                workdir=tmp_path / "e" / path.parent.name)  # fmt: skip
+        assert result.verdict == "pass", result.codes
+
+
+def test_a_torn_write_case_is_deterministic(tmp_path: Path) -> None:
+    payment = str(SCENARIOS / "payment.toml")
+    result = lab.run_single(payment, "flush/written#3", fault="torn-write", workdir=tmp_path,
+                            check_determinism=True)  # fmt: skip
+    assert result.verdict == "pass", [v.message for v in result.violations]

@@ -124,7 +124,7 @@ def fault_tally(results: Sequence[CaseResult]) -> dict[str, FaultTally]:
     """`results`' crash cases per fault, in FAULTS order (unknown faults last)."""
     ran: dict[str, list[int]] = {}
     for result in results:
-        if result.case.occurrence in (COVERAGE,) or result.case.fault == "reference":
+        if result.case.occurrence == COVERAGE or result.case.fault == "reference":
             continue
         tally = ran.setdefault(result.case.fault, [0, 0])
         tally[1 if result.verdict == "unsupported" else 0] += 1

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from faultlab.lab.campaigns import api
+from faultlab.lab.campaigns.explore import fault_tally
 from faultlab.lab.campaigns.zoo import QuickCase, Zoo, ZooVariant
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import CaseResult
@@ -71,6 +72,8 @@ class SelftestRow:
     seconds: float = 0.0
     note: str = ""
     faults: dict[str, int] = field(default_factory=dict)  # fault -> failing cases under it
+    # fault -> {"ran": crash cases that ran, "unsupported": those that could not}
+    ran: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def bad(self) -> bool:
@@ -89,6 +92,7 @@ class SelftestRow:
             "seconds": round(self.seconds, 3),
             "note": self.note,
             "failingByFault": self.faults,
+            "perFault": self.ran,
         }
 
 
@@ -141,6 +145,10 @@ def _faults(results: Sequence[CaseResult]) -> dict[str, int]:
     return dict(Counter(r.case.fault for r in results if not r.passed))
 
 
+def _ran(results: Sequence[CaseResult]) -> dict[str, dict[str, int]]:
+    return {fault: tally.to_json() for fault, tally in fault_tally(results).items()}
+
+
 def judge_variant(
     name: str, expected: Sequence[str], results: Sequence[CaseResult], *, stage: Stage,
     seconds: float = 0.0,
@@ -165,7 +173,8 @@ def judge_variant(
         lacking = [c for c in expected if c not in firsts]
         note = f"never reported: {', '.join(lacking)}"
     return SelftestRow(name, stage, tuple(expected), status, first, len(results), len(failing),
-                       _codes(results), seconds, note, _faults(results))  # fmt: skip
+                       _codes(results), seconds, note, _faults(results),
+                       _ran(results))  # fmt: skip
 
 
 def judge_reference(
@@ -181,7 +190,8 @@ def judge_reference(
         note = "no case ran" if not results else f"{failing[0].case.id}: {failing[0].codes}"
     first = failing[0].case.id if failing else None
     return SelftestRow(REFERENCE, stage, (), status, first, len(results), len(failing),
-                       _codes(results), seconds, note, _faults(results))  # fmt: skip
+                       _codes(results), seconds, note, _faults(results),
+                       _ran(results))  # fmt: skip
 
 
 def fuzz_campaign() -> FuzzCampaign | None:
@@ -367,14 +377,16 @@ def _reference_row(
                     faults=api.parse_faults("all", drive=drive), backend=backend, drive=drive,
                 )  # fmt: skip
                 number += 1
-                # A fault a backend cannot be tested with is listed by explore, not failed.
-                tagged += [(policy, r) for r in explored.results if r.verdict != "unsupported"]
+                tagged += [(policy, r) for r in explored.results]
     stage: Stage = "quick" if quick else "explore"
     # A case failing only with codes its policy does not promise is that
     # policy's known gap (oracle/codes.py POLICY_GAPS), not a false alarm.
+    # A fault a backend cannot be tested with is listed (and counted), not failed.
     known = [r for policy, r in tagged if r.failed and set(r.codes) <= POLICY_GAPS[policy]]
-    judged = [r for policy, r in tagged if not (r.failed and set(r.codes) <= POLICY_GAPS[policy])]
+    judged = [r for policy, r in tagged if r.verdict != "unsupported"
+              and not (r.failed and set(r.codes) <= POLICY_GAPS[policy])]  # fmt: skip
     row = judge_reference(judged, stage=stage, seconds=time.monotonic() - started)
+    row = dataclasses.replace(row, ran=_ran([r for _policy, r in tagged]))
     if known:
         note = f"{row.note}; {len(known)} failed only with their policy's known gaps"
         row = dataclasses.replace(row, note=note)

@@ -224,3 +224,12 @@ def test_a_torn_write_case_is_deterministic(tmp_path: Path) -> None:
     result = lab.run_single(payment, "flush/written#3", fault="torn-write", workdir=tmp_path,
                             check_determinism=True)  # fmt: skip
     assert result.verdict == "pass", [v.message for v in result.violations]
+
+
+def test_g6_entitles_the_same_effect_made_again_on_purpose(tmp_path: Path) -> None:
+    # The first deploy's outcome is unknown after the kill (and it was applied);
+    # the careful model verifies instead of retrying; the script's second turn
+    # redeploys on purpose, as the fault-free run does: not a duplicate.
+    scenario = ROOT / "tests" / "scenarios" / "deploy-twice.toml"
+    result = lab.run_single(str(scenario), "tool/effect#1", workdir=tmp_path, timeout=60)
+    assert result.verdict == "pass", [v.message for v in result.violations]

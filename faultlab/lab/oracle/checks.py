@@ -6,7 +6,6 @@
 # shared the runtime's code would share its bugs.
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ import orjson
 
 from faultlab.lab.oracle.case import Case
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.effects import duplicated_effects
 from faultlab.lab.oracle.expected import expected_repair
 from faultlab.lab.oracle.validity import check_history
 from faultlab.lab.process.spawn import ChildExit
@@ -305,55 +305,8 @@ def check_resume(obs: Observation) -> list[Violation]:
                 {"log": "final", "seq": problem.seq},
             )
         )
-    found.extend(_duplicated_effects(obs))
-    return found
-
-
-def _effect_key(record: dict[str, Any]) -> tuple[str, bytes]:
-    arguments = orjson.dumps(record.get("arguments"), option=orjson.OPT_SORT_KEYS)
-    return str(record.get("tool")), arguments
-
-
-def _duplicated_effects(obs: Observation) -> list[Violation]:
-    """G6 effects: what the recovered run applied against what it was entitled
-    to apply, not against the fault-free run's count (a crash legitimately
-    changes a tool result, and a scripted model may then take a branch the
-    fault-free run never took and apply an effect that run never applied).
-    For non-idempotent ledger tools: (1) one call id is applied at most once;
-    (2) after a call's outcome became unknown (a durable `tool/call` without a
-    result in the crashed log) and its effect had been applied, no call issued
-    after the crash applies the same effect (tool and arguments) again."""
-    once_only = {s.name for s in obs.scenario.tools if s.effect == "ledger" and not s.idempotent}
-    records = [r for r in obs.final_ledger if r.get("tool") in once_only]
-    found = []
-    per_call = Counter(str(r.get("callId")) for r in records)
-    for call_id, count in sorted(per_call.items()):
-        if count > 1:
-            tool = next(str(r.get("tool")) for r in records if str(r.get("callId")) == call_id)
-            found.append(Violation(
-                "SIDE_EFFECT_DUPLICATED",
-                f"call {call_id} ({tool}) was applied {count} times: one call applies its "
-                "effect at most once",
-                {"tool": tool, "callId": call_id, "count": count},
-            ))  # fmt: skip
-    events = obs.crashed.events
-    logged = {str(e.data.get("callId")) for e in events if e.type == "tool/call"}
-    answered = {str(e.data.get("callId")) for e in events if e.type == "tool/result"}
-    unknown = logged - answered
-    applied_unknown = {_effect_key(r): str(r.get("callId")) for r in records
-                       if str(r.get("callId")) in unknown}  # fmt: skip
-    for record in records:
-        call_id = str(record.get("callId"))
-        first = applied_unknown.get(_effect_key(record))
-        if first is None or call_id in logged:
-            continue  # not a repeat, or a call the crashed run had already made
-        tool, arguments = _effect_key(record)
-        found.append(Violation(
-            "SIDE_EFFECT_DUPLICATED",
-            f"{tool}{arguments.decode()} was applied again by {call_id} after the crash, "
-            f"although {first} had applied it and its outcome was unknown",
-            {"tool": tool, "callId": call_id, "unknownCallId": first},
-        ))  # fmt: skip
+    found.extend(duplicated_effects(obs.scenario, obs.crashed, obs.reference_ledger,
+                                    obs.final_ledger))  # fmt: skip
     return found
 
 

@@ -35,7 +35,10 @@ class QuickCase:
 
     @property
     def id(self) -> str:
-        return f"{self.scenario.name}::{self.at}[{self.fault}]"
+        # A coverage case is a reference run only: its id says so, whichever
+        # fault's plan it checks (faultlab/lab/campaigns/api.py run_single).
+        fault = "reference" if self.at == "coverage" else self.fault
+        return f"{self.scenario.name}::{self.at}[{fault}]"
 
 
 @dataclass(frozen=True, slots=True)

@@ -165,6 +165,9 @@ def explore(
     _print_summary(result, report)
     if not result.results:
         say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
+    elif not any(t.ran for t in result.per_fault.values()):
+        say("faultlab: no crash case ran (the faults asked for apply nowhere, or could not "
+            "run): that is a failure, not a pass")  # fmt: skip
     if as_json:
         emit_json(
             {

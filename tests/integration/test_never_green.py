@@ -83,6 +83,18 @@ def test_a_fault_that_cannot_apply_is_not_a_gap(tmp_path: Path) -> None:
     assert "cancel-in-checkpoint" not in result.per_fault
 
 
+def test_a_run_with_only_coverage_checks_fails(tmp_path: Path) -> None:
+    # chat.toml calls no tool: cancel-in-checkpoint alone plans no crash case.
+    args = ["explore", str(SCENARIOS / "chat.toml"), "--faults", "cancel-in-checkpoint",
+            "--no-report", "--json"]  # fmt: skip
+    outcome = CliRunner().invoke(main, args)
+    assert outcome.exit_code == 1, outcome.stderr
+    printed = orjson.loads(outcome.stdout)
+    assert printed["passed"] is False and printed["perFault"] == {}
+    assert [c["verdict"] for c in printed["cases"]] == ["pass"]  # the coverage check only
+    assert "no crash case ran" in outcome.stderr
+
+
 def test_an_expectation_no_case_checks_fails_the_run(tmp_path: Path) -> None:
     scenario = tmp_path / "charge-once.toml"
     scenario.write_text(_PAYMENT_EXPECT_NEVER_REACHED, encoding="utf-8")

@@ -13,6 +13,7 @@ import click
 import orjson
 
 from faultlab.cli import options as opt
+from faultlab.cli.cases import fault_line
 from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, emit_json, guarded, say
 
 if TYPE_CHECKING:
@@ -179,6 +180,7 @@ def fuzz(
     tally = ", ".join(f"{n} {v}" for v, n in sorted(summary["counts"].items()))
     verdict = "all guarantees held" if result.passed else "violations found"
     say(f"{len(result.examples)} example(s) in {result.seconds:.1f}s: {tally}: {verdict}")
+    say(fault_line(summary["perFault"]))
     if not result.examples:
         say("faultlab: nothing was checked (this shard has no examples): a failure, not a pass")
     for finding in summary["findings"]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,18 @@ from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, 
 if TYPE_CHECKING:
     from faultlab.lab import CaseResult, ExploreResult, Shard
 
-__all__ = ["boundaries", "explore", "replay", "run"]
+__all__ = ["boundaries", "explore", "fault_line", "replay", "run"]
+
+
+def fault_line(per_fault: Mapping[str, Mapping[str, int]]) -> str:
+    """Crash cases that ran per fault, and those that could not (unsupported);
+    `per_fault` as in summary.json's `perFault`."""
+    parts = [
+        f"{fault} {t['ran']} ran"
+        + (f" + {t['unsupported']} unsupported" if t["unsupported"] else "")
+        for fault, t in per_fault.items()
+    ]
+    return "crash cases per fault: " + (", ".join(parts) or "none ran")
 
 
 class _Progress:
@@ -45,13 +56,15 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
     for r in result.results:
         per.setdefault(Path(r.case.scenario).name, Counter())[r.verdict] += 1
     width = max((len(name) for name in per), default=8)
-    say(f"{'scenario':{width}}  cases  pass  fail  other")
-    for name, counts in per.items():
+    # cases = pass + fail + other + unsupported, per scenario and in total.
+    say(f"{'scenario':{width}}  cases  pass  fail  other  unsupported")
+    for name, counts in [*per.items(), ("total", sum(per.values(), Counter()))]:
         other = sum(counts.values()) - counts["pass"] - counts["fail"] - counts["unsupported"]
         say(
             f"{name:{width}}  {sum(counts.values()):5}  {counts['pass']:4}  "
-            f"{counts['fail']:4}  {other:5}"
+            f"{counts['fail']:4}  {other:5}  {counts['unsupported']:11}"
         )
+    say(fault_line({f: t.to_json() for f, t in result.per_fault.items()}))
     failing = [r for r in result.results if r.failed]
     for r in failing[:20]:
         say(f"  {r.verdict.upper():5} {r.case.id}: {', '.join(r.codes)}")
@@ -162,11 +175,15 @@ def explore(
     _print_summary(result, report)
     if not result.results:
         say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
+    elif not any(t.ran for t in result.per_fault.values()):
+        say("faultlab: no crash case ran (the faults asked for apply nowhere, or could not "
+            "run): that is a failure, not a pass")  # fmt: skip
     if as_json:
         emit_json(
             {
                 "passed": result.passed,
                 "counts": result.counts,
+                "perFault": {f: t.to_json() for f, t in result.per_fault.items()},
                 "unsupported": [
                     {"id": r.case.id, "fault": r.case.fault, "reason": r.detail}
                     for r in result.unsupported

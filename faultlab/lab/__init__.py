@@ -31,7 +31,14 @@ from faultlab.lab.campaigns.api import (
     run_single,
     workdir,
 )
-from faultlab.lab.campaigns.explore import COVERAGE, ExploreResult, Shard, parse_shard
+from faultlab.lab.campaigns.explore import (
+    COVERAGE,
+    ExploreResult,
+    FaultTally,
+    Shard,
+    fault_tally,
+    parse_shard,
+)
 from faultlab.lab.campaigns.pytest_glue import (
     CrashLab,
     PluginOptions,
@@ -82,6 +89,7 @@ __all__ = [
     "CaseResult",
     "CrashLab",
     "ExploreResult",
+    "FaultTally",
     "FuzzResult",
     "FuzzSettings",
     "Inspection",
@@ -110,6 +118,7 @@ __all__ = [
     "explore_paths",
     "explore_scenarios",
     "failure_text",
+    "fault_tally",
     "find_case",
     "find_log",
     "format_table",

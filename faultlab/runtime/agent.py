@@ -190,10 +190,19 @@ class Agent:
             # Cancelled mid-stream: the answer was never completed.
             await self._end_step(turn, step, {"role": "assistant", "content": []}, 0)
             return False
-        recorded = await self.record(
+        recorded = self.log.append(
             ASSISTANT_MESSAGE, {"turn": turn, "step": step, "message": message}
         )
         calls = tool_calls_of(message)
+        try:
+            await self._settle(recorded)
+        except FlushError as exc:
+            if calls:
+                # Fail closed without leaving a call unanswered: a closed turn
+                # whose assistant message asks for tools that got no result is a
+                # history every provider rejects (G7).  Raises `exc`.
+                await self._dispatcher.dispatch_step(turn, step, recorded.seq, calls, failed=exc)
+            raise
         if PROBE.enabled:
             PROBE.reach(
                 "assistant/recorded",

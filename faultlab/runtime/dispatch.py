@@ -55,12 +55,15 @@ class ToolDispatcher:
         self._call_seqs: dict[str, int] = {}  # call id -> seq of its tool/call event
 
     async def dispatch_step(
-        self, turn: int, step: int, message_seq: int, calls: list[dict[str, Any]]
-    ) -> list[ToolResult]:
-        """Run `calls` (tool-call blocks in model order) and record their results."""
+        self, turn: int, step: int, message_seq: int, calls: list[dict[str, Any]],
+        *, failed: FlushError | None = None,
+    ) -> list[ToolResult]:  # fmt: skip
+        """Run `calls` (tool-call blocks in model order) and record their results.
+        `failed`: the assistant message itself could not be made durable; no call
+        starts, each gets its CHECKPOINT_FAILED result in memory, then it is raised."""
         results: list[ToolResult | None] = [None] * len(calls)
         recorded = 0
-        self._failure = None
+        self._failure = failed
 
         async def record_ready() -> None:
             nonlocal recorded

@@ -141,6 +141,9 @@ class Expectation:
     fault: str = "sigkill"
     repair: tuple[str, ...] | None = None
     ledger: dict[str, int] | None = None
+    # The checkpoint policies it holds under (None: the scenario's own policy
+    # only): what a crash leaves behind depends on when the runtime flushed.
+    policies: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from faultlab.scenario.chunking import chunk_text
 from faultlab.scenario.locate import FieldPath
 from faultlab.scenario.model import (
     FORMAT_VERSION,
+    POLICIES,
     Branch,
     Effect,
     Expectation,
@@ -54,7 +55,13 @@ _TURN_KEYS = ("user", "steps")
 _STEP_KEYS = (*_CONTENT_KEYS, "delay_ms", "chunk_delay_ms", "branches")
 _BRANCH_KEYS = ("when", "tool", *_CONTENT_KEYS)
 _CALL_KEYS = ("tool", "arguments")
-_EXPECT_KEYS = ("at", "fault", "repair", "ledger")
+_EXPECT_KEYS = ("at", "fault", "repair", "ledger", "policies")
+# Faults whose cases check a scenario's [[expect]], and the boundaries their
+# cases are planned at (None: every boundary).  An expectation elsewhere could
+# never be checked, so it is an error at load rather than a silent no-op.
+_EXPECT_FAULTS: dict[str, tuple[str, ...] | None] = {
+    "sigkill": None, "power-loss": ("flush/written",), "torn-write": ("flush/written",),
+}  # fmt: skip
 
 SCENARIO_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -297,11 +304,24 @@ def _check_last_step(ctx: Context, at: FieldPath, step: Step) -> None:
 def _expectation(t: Table, tools: Sequence[ToolSpec]) -> Expectation:
     name, n = t.ctx.occurrence(t.at("at"), t.require("at", str))
     fault = t.choice("fault", "sigkill")
+    if fault not in _EXPECT_FAULTS:
+        problem = (f"{fault} cases never check [[expect]] (only "
+                   f"{join_names(tuple(_EXPECT_FAULTS))} cases do): it would never be checked")
+        raise t.ctx.error(t.at("fault"), problem)  # fmt: skip
+    where = _EXPECT_FAULTS[fault]
+    if where is not None and name not in where:
+        problem = (f"{fault} cases run only at {join_names(where)}, so an expectation at "
+                   f"{name}#{n} would never be checked")
+        raise t.ctx.error(t.at("at"), problem)  # fmt: skip
     repair = t.strings("repair")
     for at, code in repair or []:
         if code not in REPAIR_CODES:
             problem = f"unknown repair code {code!r} (valid: {join_names(REPAIR_CODES)})"
             raise t.ctx.error(at, problem)
+    policies = t.strings("policies")
+    for at, policy in policies or []:
+        if policy not in POLICIES:
+            raise t.ctx.error(at, f"unknown policy {policy!r} (valid: {join_names(POLICIES)})")
     ledger = t.get("ledger", dict)
     for tool, count in (ledger or {}).items():
         at = t.at("ledger", tool)
@@ -312,6 +332,7 @@ def _expectation(t: Table, tools: Sequence[ToolSpec]) -> Expectation:
         fault=fault,
         repair=None if repair is None else tuple(code for _, code in repair),
         ledger=None if ledger is None else dict(ledger),
+        policies=None if policies is None else tuple(policy for _, policy in policies),
     )
 
 

@@ -138,6 +138,8 @@ def _expectation(expect: Expectation) -> list[str]:
         lines.append(f"repair = {_value(list(expect.repair))}")
     if expect.ledger is not None:
         lines.append(f"ledger = {_inline(expect.ledger)}")
+    if expect.policies is not None:
+        lines.append(f"policies = {_value(list(expect.policies))}")
     return lines
 
 

@@ -36,6 +36,7 @@ from faultlab.lab.oracle.live import check_graceful_close
 from faultlab.lab.process.reference import (
     Reference,
     drift,
+    owed_expectations,
     read_bytes,
     read_ledger,
     slug,
@@ -203,7 +204,8 @@ async def _reference(scenario_path: str, scenario: Scenario, options: AcpOptions
     log_path, ledger_path = _session_files(sessions, session_id or "-")
     log_bytes = read_bytes(log_path)
     return Reference(
-        scenario=scenario, scenario_path=scenario_path, trace=tuple(child.trace),
+        scenario=owed_expectations(scenario, options.policy), scenario_path=scenario_path,
+        trace=tuple(child.trace),
         log=parse_log(log_bytes, str(log_path)), ledger=read_ledger(ledger_path),
         returncode=status.returncode, log_bytes=log_bytes, stderr=status.stderr, hung=hung,
     )  # fmt: skip

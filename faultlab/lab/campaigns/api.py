@@ -14,6 +14,7 @@ from faultlab.lab.campaigns.explore import (
     ExploreResult,
     Progress,
     Shard,
+    coverage_result,
     explore,
     load_scenarios,
     plan_cases,
@@ -102,7 +103,13 @@ def run_single(
             workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
         )
         return run_single_acp(scenario, occurrence, fault=fault, options=acp)
-    if occurrence == COVERAGE:  # the scenario's coverage check: a reference run only
+    # The scenario's coverage check: a reference run only, which also checks
+    # that `fault` got cases where it applies (faultlab/lab/campaigns/explore.py).
+    # ("reference": a recorded coverage case replayed, which checks no plan.)
+    planned = () if fault == "reference" else (fault,)
+    if occurrence == COVERAGE:
+        if planned:
+            check_fault(fault)
         occurrence, fault = COVERAGE, "reference"
     elif fault == DOUBLE_FAULT:
         occurrence = "+".join(parse_pair(occurrence))
@@ -135,7 +142,10 @@ def run_single(
                 f"fault {fault!r} does not apply at {occurrence} in {Path(scenario).name} "
                 f"(it applies at: {where}{more})"
             )
-    result = run_one(case, reference, options)
+    if occurrence == COVERAGE:
+        result = coverage_result(case, reference, planned)
+    else:
+        result = run_one(case, reference, options)
     if not check_determinism:
         return result
     from faultlab.lab.campaigns.determinism import check_determinism as rerun_and_compare

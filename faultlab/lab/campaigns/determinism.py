@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,14 @@ NONDETERMINISTIC = "NONDETERMINISTIC"
 # derived from the script, the session id is fixed by the lab.)
 _TIMES = frozenset({"time", "createdAt"})
 _SKIPPED_SUFFIXES = (".stderr", ".lock", ".tmp")
+# A torn line is not JSON and ends wherever the tear fell; where that is (the
+# middle of a line) moves with the width of the times before it, and so do
+# the byte offsets in a torn state's label and in the `.cut-<offset>` name of
+# a preserved tail.  Two faithful runs agree on which seq was torn, not on
+# its bytes: a torn line is compared by its seq alone, offsets not at all.
+_TORN_SEQ = re.compile(rb'^\{"seq":([0-9]+)')
+_OFFSET = re.compile(rb"torn@[0-9]+")
+_CUT_NAME = re.compile(r"\.cut-[0-9]+")
 
 
 def _normal(value: Any) -> Any:
@@ -41,10 +50,12 @@ def normalise_lines(data: bytes) -> list[bytes]:
     """Lines of a JSONL file with times, paths and sizes removed (others kept raw)."""
     lines = []
     for line in data.split(b"\n"):
+        line = _OFFSET.sub(b"torn@N", line)
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError:
-            lines.append(line)
+            seq = _TORN_SEQ.match(line)
+            lines.append(b"<torn seq " + seq.group(1) + b">" if seq else line)
             continue
         lines.append(orjson.dumps(_normal(value), option=orjson.OPT_SORT_KEYS))
     return lines
@@ -56,7 +67,8 @@ def _snapshot(directory: Path | None) -> dict[str, list[bytes]]:
     files = {}
     for path in sorted(directory.rglob("*")):
         if path.is_file() and not path.name.endswith(_SKIPPED_SUFFIXES):
-            files[str(path.relative_to(directory))] = normalise_lines(path.read_bytes())
+            name = _CUT_NAME.sub(".cut-N", str(path.relative_to(directory)))
+            files[name] = normalise_lines(path.read_bytes())
     return files
 
 

@@ -33,12 +33,15 @@ from faultlab.scenario import Scenario, load_scenario
 __all__ = [
     "COVERAGE",
     "ExploreResult",
+    "FaultTally",
     "Shard",
     "coverage_result",
     "explore",
+    "fault_tally",
     "load_scenarios",
     "parse_shard",
     "plan_cases",
+    "plan_gaps",
     "reference_failed",
     "run_exploration",
     "run_one",
@@ -85,13 +88,13 @@ class ExploreResult:
 
     @property
     def passed(self) -> bool:
-        """Some case passed and none failed.  Unsupported cases are listed, not
-        failed; but a run whose faults were all unsupported checked nothing (its
-        coverage checks aside) and does not pass."""
-        if not any(r.passed for r in self.results) or any(r.failed for r in self.results):
+        """Some crash case passed and none failed.  Unsupported cases are listed,
+        not failed; but a run whose faults were all unsupported, or that had only
+        coverage checks (every fault it asked for applies nowhere), checked
+        nothing and does not pass."""
+        if any(r.failed for r in self.results):
             return False
-        checked = any(r.passed and r.case.occurrence != COVERAGE for r in self.results)
-        return checked or not self.unsupported
+        return any(r.passed and r.case.occurrence != COVERAGE for r in self.results)
 
     @property
     def unsupported(self) -> tuple[CaseResult, ...]:
@@ -103,6 +106,36 @@ class ExploreResult:
         for result in self.results:
             counts[result.verdict] = counts.get(result.verdict, 0) + 1
         return counts
+
+    @property
+    def per_fault(self) -> dict[str, FaultTally]:
+        """Crash cases per fault (coverage checks apart): how many ran, how many
+        could not run on the backend.  A fault that ran none checked nothing."""
+        return fault_tally(self.results)
+
+
+@dataclass(frozen=True, slots=True)
+class FaultTally:
+    """One fault's crash cases of a run: those that ran (any verdict but
+    unsupported) and those the backend could not run."""
+
+    ran: int = 0
+    unsupported: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"ran": self.ran, "unsupported": self.unsupported}
+
+
+def fault_tally(results: Sequence[CaseResult]) -> dict[str, FaultTally]:
+    """`results`' crash cases per fault, in FAULTS order (unknown faults last)."""
+    ran: dict[str, list[int]] = {}
+    for result in results:
+        if result.case.occurrence == COVERAGE or result.case.fault == "reference":
+            continue
+        tally = ran.setdefault(result.case.fault, [0, 0])
+        tally[1 if result.verdict == "unsupported" else 0] += 1
+    order = sorted(ran, key=lambda f: (FAULTS.index(f) if f in FAULTS else len(FAULTS), f))
+    return {fault: FaultTally(*ran[fault]) for fault in order}
 
 
 def load_scenarios(paths: Sequence[str | Path]) -> list[tuple[str, Scenario]]:
@@ -170,11 +203,66 @@ def reference_failed(case: Case, reference: Reference) -> CaseResult:
     return CaseResult(case, "error", (violation,))
 
 
-def coverage_result(case: Case, reference: Reference) -> CaseResult:
+def coverage_result(
+    case: Case, reference: Reference, faults: Sequence[str] = ()
+) -> CaseResult:
+    """A scenario's coverage check: its reference run reported boundaries and
+    reached the declared ones, and (given the run's `faults`) every fault got a
+    case where it applies and every `[[expect]]` of those faults a case that
+    checks it."""
     if reference.returncode != 0:
         return reference_failed(case, reference)
-    violations = check_coverage(reference.scenario, reference.occurrences)
+    violations = plan_gaps(reference, faults)
+    if reference.occurrences:
+        violations += check_coverage(reference.scenario, reference.occurrences)
     return CaseResult(case, "fail" if violations else "pass", tuple(violations))
+
+
+def _calls_tools(scenario: Scenario) -> bool:
+    return any(
+        step.tool_calls or any(branch.tool_calls for branch in step.branches)
+        for turn in scenario.turns
+        for step in turn.steps
+    )
+
+
+def plan_gaps(reference: Reference, faults: Sequence[str]) -> list[Violation]:
+    """Never green on nothing: what a run of `faults` would leave unchecked.
+    A reference run that reported no boundary gives no kill point at all
+    (NO_BOUNDARY_REPORTED); a fault that applies to the scenario but got no
+    case (FAULT_NOT_PLANNED; cancel-in-checkpoint applies only where the
+    script calls tools); an `[[expect]]` of one of `faults` that no case checks
+    (EXPECTATION_NOT_CHECKED)."""
+    name = reference.scenario.name
+    if not reference.occurrences:
+        return [Violation(
+            "NO_BOUNDARY_REPORTED",
+            f"the fault-free run of {name} exited cleanly but reported no boundary: "
+            "there is no kill point to test (is the probe wired in?)",
+            {"trace": len(reference.trace)},
+        )]  # fmt: skip
+    planned = plan_cases(reference, faults)
+    found = []
+    with_cases = {c.fault for c in planned}
+    for fault in sorted(set(faults), key=FAULTS.index):
+        applies = fault != "cancel-in-checkpoint" or _calls_tools(reference.scenario)
+        if applies and fault not in with_cases:
+            found.append(Violation(
+                "FAULT_NOT_PLANNED",
+                f"{fault} applies to {name} but the reference run gave it no case "
+                "(none of the boundaries it is injected at was reported)",
+                {"fault": fault},
+            ))  # fmt: skip
+    keys = {(c.occurrence, c.fault) for c in planned}
+    for expect in reference.scenario.expectations:
+        if expect.fault in faults and (expect.at, expect.fault) not in keys:
+            found.append(Violation(
+                "EXPECTATION_NOT_CHECKED",
+                f"{name} expects something at {expect.at} under {expect.fault}, but no "
+                f"{expect.fault} case runs there (the reference run never reached it)",
+                {"at": expect.at, "fault": expect.fault},
+            ))  # fmt: skip
+    return found
 
 
 def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
@@ -238,10 +326,15 @@ def explore(
         name, n = parse_occurrence(only)
         return [c for c in cases if c.occurrence == f"{name}#{n}"]
 
+    def run(case: Case, reference: Reference) -> CaseResult:
+        if case.occurrence == COVERAGE:
+            return coverage_result(case, reference, faults)
+        return _run_and_tidy(case, reference, options)
+
     return run_exploration(
         scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-case",
         reference=lambda path, scenario: run_reference(path, scenario, options), plan=plan,
-        run=lambda case, reference: _run_and_tidy(case, reference, options), kill=kill_all,
+        run=run, kill=kill_all,
     )  # fmt: skip
 
 

@@ -37,6 +37,7 @@ from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions
 from faultlab.lab.process.spawn import kill_all
 from faultlab.probe import FAULTS
+from faultlab.scenario import POLICIES
 
 __all__ = [
     "SELFTEST_SEED",
@@ -67,6 +68,9 @@ class FuzzSettings:
     database: Path | None = None  # the example database directory (None: none)
     max_turns: int = 2
     max_tools: int = 3
+    # The policies generated scenarios are drawn with (an explicit --policy
+    # overrides every scenario's).
+    policies: tuple[str, ...] = ("semantic",)
 
     def __post_init__(self) -> None:
         if not isinstance(self.examples, int) or self.examples < 1:
@@ -82,6 +86,9 @@ class FuzzSettings:
             raise LabUsageError(f"jobs must be at least 1, not {self.jobs!r}")
         if not isinstance(self.stream_size, int) or self.stream_size < 1:
             raise LabUsageError(f"stream_size must be at least 1, not {self.stream_size!r}")
+        if not self.policies or any(p not in POLICIES for p in self.policies):
+            raise LabUsageError(f"policies must name some of {', '.join(POLICIES)}, not "
+                                f"{self.policies!r}")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +204,7 @@ def _database_key(options: LabOptions, fuzz_settings: FuzzSettings) -> bytes:
     what = [
         "faultlab-fuzz-v1", target.policy or "", " ".join(target.command) if not target.reference
         else "reference", ",".join(fuzz_settings.faults), str(fuzz_settings.max_turns),
-        str(fuzz_settings.max_tools),
+        str(fuzz_settings.max_tools), ",".join(fuzz_settings.policies),
     ]  # fmt: skip
     return hashlib.sha256("\0".join(what).encode()).hexdigest().encode()
 
@@ -212,7 +219,11 @@ def _run_stream(
     stream_options = dataclasses.replace(options, workdir=options.workdir / f"stream-{stream}")
     strategy = cases_on(
         runs,
-        strategies.scenarios(max_turns=fuzz_settings.max_turns, max_tools=fuzz_settings.max_tools),
+        strategies.scenarios(
+            max_turns=fuzz_settings.max_turns,
+            max_tools=fuzz_settings.max_tools,
+            policies=fuzz_settings.policies,
+        ),
         fuzz_settings.faults,
     )
     index = 0
@@ -352,13 +363,16 @@ def fuzz_campaign(
     shard: Shard | None = None, check_determinism: bool = False, timeout: float = 60.0,
     workdir: Path, database: Path | None = None, spawn: str = "fork", stream_size: int = 50,
     progress: Callable[[FuzzProgress], None] | None = None,
+    policies: Sequence[str] = ("semantic",),
 ) -> FuzzResult:  # fmt: skip
-    """A fuzz campaign on the reference runtime (or `target`), as `faultlab fuzz` runs it."""
+    """A fuzz campaign on the reference runtime (or `target`), as `faultlab fuzz` runs it
+    (`policies`: what generated scenarios are drawn with)."""
     if timeout <= 0:
         raise LabUsageError(f"timeout must be positive, not {timeout}")
     fuzz_settings = FuzzSettings(
         examples=examples, seed=seed, faults=tuple(faults), jobs=jobs, shard=shard,
         check_determinism=check_determinism, stream_size=stream_size, database=database,
+        policies=tuple(policies),
     )  # fmt: skip
     options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
     return fuzz(options, fuzz_settings, progress=progress)
@@ -371,6 +385,7 @@ SELFTEST_SEED = 20261130
 
 def selftest_campaign(
     *, target: Sequence[str] | None, examples: int, timeout: float, workdir: Path, jobs: int,
+    policies: Sequence[str] = ("semantic",),
 ) -> list[CaseResult]:  # fmt: skip
     """The fuzz stage of `faultlab selftest` (faultlab/lab/campaigns/selftest.py): a
     campaign of `examples` generated cases under every fault, seeded with
@@ -378,9 +393,13 @@ def selftest_campaign(
     every example (a failure is shrunk first: the smallest one is the finding)."""
     from faultlab.probe import FAULTS
 
+    # `policies`: what each example's policy is drawn from (the selftest's
+    # full reference campaign: every policy that promises every guarantee;
+    # turn-only's known failures would be shrunk and reported as findings, so
+    # the explore stage judges turn-only instead).
     result = fuzz_campaign(
         target=target, examples=examples, seed=SELFTEST_SEED, faults=FAULTS, jobs=jobs,
-        timeout=timeout, workdir=workdir,
+        timeout=timeout, workdir=workdir, policies=policies,
     )  # fmt: skip
     return [example.result for example in result.examples] + [
         finding.result for finding in result.findings

@@ -36,7 +36,10 @@ class QuickCase:
 
     @property
     def id(self) -> str:
-        return f"{self.scenario.name}::{self.at}[{self.fault}]"
+        # A coverage case is a reference run only: its id says so, whichever
+        # fault's plan it checks (faultlab/lab/campaigns/api.py run_single).
+        fault = "reference" if self.at == "coverage" else self.fault
+        return f"{self.scenario.name}::{self.at}[{fault}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +212,7 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         try:
             if fault == DOUBLE_FAULT:
                 at = "+".join(parse_pair(at))
-            else:
+            elif at != "coverage":  # "coverage": the scenario's coverage check alone
                 boundary, n = parse_occurrence(at)
                 at = f"{boundary}#{n}"
         except (ProbeError, LabUsageError) as exc:

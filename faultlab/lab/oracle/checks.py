@@ -6,7 +6,6 @@
 # shared the runtime's code would share its bugs.
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -17,6 +16,7 @@ import orjson
 from faultlab.lab.oracle.case import Case
 from faultlab.lab.oracle.claims import closed_turns_lost, cut_tail_lost, settled_steps_lost
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.effects import duplicated_effects
 from faultlab.lab.oracle.expected import expected_repair
 from faultlab.lab.oracle.validity import check_history
 from faultlab.lab.process.spawn import ChildExit
@@ -295,30 +295,8 @@ def check_resume(obs: Observation) -> list[Violation]:
                 {"log": "final", "seq": problem.seq},
             )
         )
-    found.extend(_duplicated_effects(obs))
-    return found
-
-
-def _effect_key(record: dict[str, Any]) -> tuple[str, bytes]:
-    arguments = orjson.dumps(record.get("arguments"), option=orjson.OPT_SORT_KEYS)
-    return str(record.get("tool")), arguments
-
-
-def _duplicated_effects(obs: Observation) -> list[Violation]:
-    once_only = {s.name for s in obs.scenario.tools if s.effect == "ledger" and not s.idempotent}
-    reference = Counter(_effect_key(r) for r in obs.reference_ledger if r.get("tool") in once_only)
-    final = Counter(_effect_key(r) for r in obs.final_ledger if r.get("tool") in once_only)
-    found = []
-    for key, count in sorted(final.items()):
-        if count > reference[key]:
-            found.append(
-                Violation(
-                    "SIDE_EFFECT_DUPLICATED",
-                    f"{key[0]}{key[1].decode()} was applied {count} time(s) after resume; the "
-                    f"fault-free run applied it {reference[key]} time(s)",
-                    {"tool": key[0], "count": count, "reference": reference[key]},
-                )
-            )
+    found.extend(duplicated_effects(obs.scenario, obs.crashed, obs.reference_ledger,
+                                    obs.final_ledger))  # fmt: skip
     return found
 
 

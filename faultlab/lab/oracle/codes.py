@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["GUARANTEES", "Violation", "explain"]
+__all__ = ["FULL_POLICIES", "GUARANTEES", "POLICY_GAPS", "Violation", "explain"]
 
 # code -> (guarantee, what it means for a person who must act on it)
 GUARANTEES: dict[str, tuple[str, str]] = {
@@ -86,11 +86,44 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "DRIFT": ("lab", "the crash run did not reach its kill point the way the reference did"),
     "CHILD_HUNG": ("lab", "the target neither reached its kill point nor exited in time"),
     "REFERENCE_FAILED": ("lab", "the fault-free run of the scenario did not complete"),
+    "NO_BOUNDARY_REPORTED": (
+        "coverage",
+        "the fault-free run reported no boundary: nothing could be crash-tested",
+    ),
+    "FAULT_NOT_PLANNED": (
+        "coverage",
+        "a fault that applies to the scenario got no case: it was never injected",
+    ),
+    "EXPECTATION_NOT_CHECKED": (
+        "coverage",
+        "an [[expect]] of the scenario was never checked: no case ran at its occurrence",
+    ),
     "FAULT_UNSUPPORTED": (
         "lab",
         "the target does not report the write facts and flush/written boundary this fault needs",
     ),
 }
+
+
+# What each checkpoint policy of the reference runtime does not promise
+# (docs/guarantees.md, "What each policy promises"): `turn-only` flushes only
+# at turn/end, so a crash inside a turn may lose the request header and the
+# tool call (G1, G2), a step it went past (`step/durable` names the boundary,
+# not a flush) may be lost (G4, steps only), a non-idempotent effect whose call
+# was lost is applied again on resume (G6), and no tool checkpoint notices a
+# cancellation (G9).
+# A reference case failing only with these codes is the policy's known gap,
+# not a false alarm; any other code is.
+POLICY_GAPS: dict[str, frozenset[str]] = {
+    "semantic": frozenset(),
+    "every-event": frozenset(),
+    "turn-only": frozenset(
+        {"REQUEST_ENVELOPE_LOST", "TOOL_INTENT_LOST", "SETTLED_STEP_LOST",
+         "SIDE_EFFECT_DUPLICATED", "DISPATCH_AFTER_CANCEL"}
+    ),
+}  # fmt: skip
+# The policies that promise every guarantee.
+FULL_POLICIES = tuple(policy for policy, gaps in POLICY_GAPS.items() if not gaps)
 
 
 def explain(code: str) -> str:

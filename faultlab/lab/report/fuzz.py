@@ -16,12 +16,18 @@ from typing import Any
 
 import orjson
 
-from faultlab.lab.campaigns.explore import ExploreResult
+from faultlab.lab.campaigns.explore import ExploreResult, fault_tally
 from faultlab.lab.campaigns.fuzz import Finding, FuzzResult
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import slug
-from faultlab.lab.report.write import RunInfo, building_report, dumps_json, junit_xml
+from faultlab.lab.report.write import (
+    RunInfo,
+    building_report,
+    dumps_json,
+    fault_table,
+    junit_xml,
+)
 from faultlab.scenario import dump_scenario
 
 __all__ = ["finding_paths", "regression_test", "run_command", "write_fuzz_report"]
@@ -164,6 +170,7 @@ def _markdown(result: FuzzResult, info: RunInfo, final: Path,
                  f"faults {', '.join(s.faults)}")  # fmt: skip
     verdict = "all guarantees held" if result.passed else "VIOLATIONS FOUND"
     lines.append(f"- verdict: **{verdict}** in {result.seconds:.1f}s")
+    lines += fault_table(fault_tally([r for r, _ in rows]))
     for finding in result.findings:
         where, scenario, test = finding_paths(finding, final)
         lines += ["", f"## Finding: `{finding.result.case.id}`", ""]
@@ -227,6 +234,7 @@ def write_fuzz_report(result: FuzzResult, info: RunInfo, report_dir: Path) -> Pa
             "checkDeterminism": s.check_determinism, "cases": len(rows), "counts": counts,
             "passed": result.passed, "codes": dict(Counter(c for r, _ in rows for c in r.codes)),
             "findings": findings,
+            "perFault": {f: t.to_json() for f, t in fault_tally([r for r, _ in rows]).items()},
         }  # fmt: skip
         (building / "summary.json").write_bytes(dumps_json(summary))
         with open(building / "cases.jsonl", "wb") as out:

@@ -196,6 +196,7 @@ def _summary(
         "shard": None,
         "cases": len(explored.results),
         "counts": explored.counts,
+        "perFault": {fault: t.to_json() for fault, t in explored.per_fault.items()},
         "passed": explored.passed and all(r.summary.get("passed") for r in reports),
         "codes": dict(Counter(code for r in explored.results for code in r.codes)),
         "scenarios": sorted({rec["scenario"] for _r, rec in pairs}),

@@ -33,6 +33,11 @@ def format_table(result: SelftestResult) -> list[str]:
     widths = [max(len(row[i]) for row in (header, *body)) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
              for row in (header, *body)]  # fmt: skip
+    lines.append("crash cases per fault (ran, + unsupported):")
+    for r in result.rows:
+        parts = [f"{fault} {t['ran']}" + (f"+{t['unsupported']}" if t["unsupported"] else "")
+                 for fault, t in r.ran.items()]  # fmt: skip
+        lines.append(f"  {r.variant} [{r.stage}]: {', '.join(parts) or 'none ran'}")
     for r in result.rows:
         if r.bad:
             lines.append(f"{r.variant} [{r.stage}]: {r.status.upper()}: {r.note}")

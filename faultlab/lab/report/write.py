@@ -14,14 +14,14 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from faultlab.lab.campaigns.explore import ExploreResult
+from faultlab.lab.campaigns.explore import ExploreResult, FaultTally
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import slug
@@ -30,6 +30,7 @@ __all__ = [
     "RunInfo",
     "building_report",
     "dumps_json",
+    "fault_table",
     "find_case",
     "junit_xml",
     "markdown_report",
@@ -128,9 +129,10 @@ def markdown_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> s
     per: dict[str, Counter[str]] = {}
     for r in result.results:
         per.setdefault(Path(r.case.scenario).name, Counter())[r.verdict] += 1
-    for name, counts in per.items():
+    for name, counts in [*per.items(), ("**total**", sum(per.values(), Counter()))]:
         row = [str(counts[v]) for v in ("pass", "fail", "drift", "hung", "error", "unsupported")]
         lines.append(f"| {name} | {sum(counts.values())} | " + " | ".join(row) + " |")
+    lines += fault_table(result.per_fault)
     lines += _matrix(result)
     lines += _unsupported(result)
     codes = Counter(code for r in result.results for code in r.codes)
@@ -147,6 +149,13 @@ def markdown_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> s
             lines.append(f"- artifacts: `failures/{slug(r.case.id)}/`")
             lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def fault_table(per_fault: Mapping[str, FaultTally]) -> list[str]:
+    """Markdown: crash cases that ran per fault, and those that could not."""
+    lines = ["", "## Crash cases per fault", "", "| fault | ran | unsupported |", "|---|---|---|"]
+    lines += [f"| {fault} | {t.ran} | {t.unsupported} |" for fault, t in per_fault.items()]
+    return lines if per_fault else [*lines[:3], "No crash case ran."]
 
 
 _MARK = {
@@ -272,6 +281,7 @@ def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path
             "shard": str(result.shard) if result.shard else None,
             "cases": len(result.results),
             "counts": result.counts,
+            "perFault": {fault: t.to_json() for fault, t in result.per_fault.items()},
             "passed": result.passed,
             "codes": dict(Counter(code for r in result.results for code in r.codes)),
             "unsupported": unsupported_faults(result),

@@ -101,7 +101,7 @@ fails = true
 user = "u"
 steps = [{ tool_calls = [{ tool = "zeta" }] }, { text = "x", repeat = 2 }]
 [[expect]]
-at = "turn/durable"
+at = "flush/written"
 fault = "power-loss"
 """
     scenario = parse_scenario(text)
@@ -123,7 +123,9 @@ fault = "power-loss"
     assert scenario.resume_prompt == "Continue." and scenario.description == ""
     assert scenario.turns[0].steps[0].chunks == ()
     assert scenario.turns[0].steps[1].chunks == ("xx",)
-    assert scenario.expectations == (Expectation(at="turn/durable#1", fault="power-loss"),)
+    # (power-loss cases run only at flush/written: an expectation elsewhere is
+    # a load error, tests/integration/test_never_green.py)
+    assert scenario.expectations == (Expectation(at="flush/written#1", fault="power-loss"),)
 
 
 def test_branch_may_wait_for_a_tool_called_only_in_a_branch_of_the_previous_step() -> None:

@@ -16,11 +16,12 @@ Shows at: chat.toml flush/written#2 [power-loss].
 
 from __future__ import annotations
 
+import os
+
 from _common import run
 
 from faultlab.probe import PROBE
 from faultlab.runtime.backends.jsonl import JsonlBackend
-import os
 
 
 def sync(self: JsonlBackend) -> None:

@@ -22,9 +22,9 @@ from _common import run
 
 from faultlab.probe import PROBE
 from faultlab.runtime.backends import jsonl
+from faultlab.runtime.backends.base import LoadedLog
 from faultlab.runtime.backends.jsonl import JsonlBackend
 from faultlab.runtime.backends.jsonl_format import encode_header, read_log
-from faultlab.runtime.backends.base import LoadedLog
 
 
 def _create(self: JsonlBackend, session_id: str) -> LoadedLog:

@@ -30,8 +30,8 @@ from faultlab.lab.faults.powerstates import (
     representative,
     unsupported,
 )
-from faultlab.lab.faults.systruth import check_reported_facts
 from faultlab.lab.faults.sigkill import recover, run_case
+from faultlab.lab.faults.systruth import check_reported_facts
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.checks import (
     check_case,

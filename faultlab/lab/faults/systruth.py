@@ -52,9 +52,9 @@ def _check_one(
         if any(f["file"] == file for f in synced):
             if isinstance(size, int) and state.get(file, (0, 0))[1] != size:
                 real = state.get(file, (0, 0))[1]
-                return [_violation("REPORTED_SIZE_WRONG", index,
-                                   f"{said} of {file} at size {size}: the system calls synced "
-                                   f"{real} bytes", file=file, reported=size, traced=real)]  # fmt: skip
+                text = f"{said} of {file} at size {size}: the system calls synced {real} bytes"
+                return [_violation("REPORTED_SIZE_WRONG", index, text,
+                                   file=file, reported=size, traced=real)]  # fmt: skip
             return []
         if synced:
             others = sorted({str(f["file"]) for f in synced})
@@ -85,19 +85,19 @@ def _check_one(
         return [_violation("DIRSYNC_NOT_MADE", index,
                            f"{said} of {directory}: no fsync system call on that directory",
                            dir=directory)]  # fmt: skip
-    if kind in ("create", "truncate", "cut") and file is not None:
-        if file not in state or (kind != "create" and not any(
-            f["fact"] == "truncate" and f["file"] == file for f in window
-        )):  # fmt: skip
-            return [_violation("FILE_FACT_NOT_MADE", index,
+    truncated = any(f["fact"] == "truncate" and f["file"] == file for f in window)
+    if kind in ("create", "truncate", "cut") and file is not None and (
+        file not in state or (kind != "create" and not truncated)
+    ):
+        return [_violation("FILE_FACT_NOT_MADE", index,
                                f"{said} of {file}: the system calls show no such {kind}",
                                file=file)]  # fmt: skip
     if kind in ("create", "truncate", "cut", "flush/written") and file is not None:
         written = state.get(file, (0, 0))[0]
         if isinstance(size, int) and file in state and written != size:
-            return [_violation("REPORTED_SIZE_WRONG", index,
-                               f"{said} of {file} at size {size}: the system calls had written "
-                               f"{written} bytes", file=file, reported=size, traced=written)]  # fmt: skip
+            text = f"{said} of {file} at size {size}: the system calls had written {written} bytes"
+            return [_violation("REPORTED_SIZE_WRONG", index, text,
+                               file=file, reported=size, traced=written)]  # fmt: skip
     return []
 
 

@@ -24,6 +24,7 @@ from faultlab.probe import ENV_TRACED
 from faultlab.scenario import Scenario
 
 __all__ = [
+    "ENV_GROUND_TRUTH",
     "GROUND_TRUTHS",
     "LabOptions",
     "Reference",
@@ -47,6 +48,7 @@ _VOLATILE = frozenset({"file", "size", "offset", "bytes", "parked", "keptIn", "d
 # calls, recorded by strace), "facts" (what the target reports), "auto"
 # (syscalls where strace is installed, else facts).
 GROUND_TRUTHS = ("auto", "syscalls", "facts")
+ENV_GROUND_TRUTH = "FAULTLAB_GROUND_TRUTH"
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,13 +204,22 @@ def make_child(
 
 
 def _tracing(options: LabOptions) -> tuple[str | None, str]:
-    """The strace to trace the reference run with, or None and why not."""
-    if options.ground_truth == "facts":
-        return None, "system-call tracing is turned off (--ground-truth facts)"
+    """The strace to trace the reference run with, or None and why not.
+    Under "auto" the environment's FAULTLAB_GROUND_TRUTH may choose (the
+    command line's way to turn tracing off)."""
+    chosen = options.ground_truth
+    if chosen == "auto":
+        chosen = os.environ.get(ENV_GROUND_TRUTH, "") or "auto"
+        if chosen not in GROUND_TRUTHS:
+            raise LabUsageError(
+                f"{ENV_GROUND_TRUTH}={chosen!r}: expected one of {', '.join(GROUND_TRUTHS)}"
+            )
+    if chosen == "facts":
+        return None, f"system-call tracing is turned off ({ENV_GROUND_TRUTH}=facts)"
     strace = strace_path()
     if strace is None:
-        if options.ground_truth == "syscalls":
-            raise LabUsageError("--ground-truth syscalls needs strace, which is not installed")
+        if chosen == "syscalls":
+            raise LabUsageError("ground truth 'syscalls' needs strace, which is not installed")
         return None, "strace is not installed: the target's own file facts are used"
     return strace, ""
 

@@ -151,8 +151,8 @@ class _Parser:
         return self.opened.setdefault((fd, path), _Open(path, False))
 
     def _write(self, args: list[str], count: int, at: int | None) -> None:
-        fd, path = _fd(args[0])
-        if path is not None and path.startswith(f"pipe:[{self.report_inode}]"):
+        _number, path = _fd(args[0])
+        if path is not None and path == f"pipe:[{self.report_inode}]":
             self._report(b"".join(_bytes(a) for a in args[1:-1] or args[1:2]))
             return
         handle = self._file(args[0])
@@ -199,7 +199,7 @@ class _Parser:
     # -- syncing, truncating, naming -----------------------------------------
 
     def _on_fsync(self, args: list[str], result: int, rpath: str | None) -> None:
-        fd, path = _fd(args[0]) if args else (-1, None)
+        _number, path = _fd(args[0]) if args else (-1, None)
         if path is None or not self.inside(path):
             return
         if path in self.directories or os.path.isdir(path):

@@ -24,6 +24,7 @@ from faultlab.bench.explorejobs import explore_jobs
 from faultlab.bench.logreload import log_reload
 from faultlab.bench.offline import offline_states
 from faultlab.bench.report import acceptance, table, write_json
+from faultlab.bench.syscalltrace import syscall_trace
 from faultlab.lab.process.scratch import scratch_root
 
 __all__ = ["SECTIONS", "run_all", "run_sections", "script_main"]
@@ -35,6 +36,7 @@ SECTIONS: dict[str, Callable[..., Any]] = {
     "log_reload": log_reload,
     "checkpoint_cost": checkpoint_cost,
     "offline_states": offline_states,
+    "syscall_trace": syscall_trace,
 }
 
 

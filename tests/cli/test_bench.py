@@ -23,6 +23,7 @@ RATIOS = {
                      "cold_vs_default_jobs2"),
     "log_reload": ("orjson_mb_per_s", "json_mb_per_s", "orjson_vs_json"),
     "checkpoint_cost": ("semantic_vs_turn_only_stream", "semantic_vs_turn_only_tools"),
+    "syscall_trace": ("traced_vs_fork", "traced_vs_exec"),
 }  # fmt: skip
 
 

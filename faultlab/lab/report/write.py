@@ -177,7 +177,9 @@ def ground_truth_line(result: ExploreResult) -> str:
     listed = ground_truths(result)
     traced = sum(1 for g in listed if g["groundTruth"] == "syscalls")
     text = f"ground truth: system calls (strace) for {traced} of {len(listed)} scenario(s)"
-    notes = sorted({g["note"] for g in listed if g["groundTruth"] != "syscalls" and g["note"]})
+    notes = sorted(
+        {g["note"] or "not traced" for g in listed if g["groundTruth"] != "syscalls"}
+    )
     if notes:
         text += "; the target's own file facts for the rest: " + "; ".join(notes)
     return text

@@ -53,6 +53,9 @@ COMPLETES = {
     "concurrent_flushes": "multi-turn.toml",  # no parallel calls: no overlap, a clean log
     "ignores_post_step_failure": "payment.toml",
     "no_turn_end_flush": "multi-turn.toml",
+    "fsync_wrong_fd": "payment.toml",
+    "reports_unmade_fsync": "multi-turn.toml",
+    "temp_log_not_fsynced": "chat.toml",
 }
 # SQLite backend variants: run with --backend sqlite
 COMPLETES_SQLITE = {

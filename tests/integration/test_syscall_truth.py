@@ -81,6 +81,8 @@ def test_the_system_calls_agree_with_what_the_reference_runtime_reports(
         ("fsync_wrong_fd", "FSYNC_WRONG_FILE", "flush/written#2"),
         ("reports_unmade_fsync", "FSYNC_NOT_MADE", "flush/written#2"),
         ("temp_log_not_fsynced", "RENAME_BEFORE_FSYNC", "flush/written#1"),
+        ("reports_unmade_dirsync", "DIRSYNC_NOT_MADE", "flush/written#2"),
+        ("fsync_without_flush", "WRITE_NOT_MADE", "flush/written#2"),
     ],
 )
 def test_a_reported_fact_the_system_calls_contradict_is_a_violation(

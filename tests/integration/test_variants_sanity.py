@@ -56,6 +56,7 @@ COMPLETES = {
     "fsync_wrong_fd": "payment.toml",
     "reports_unmade_fsync": "multi-turn.toml",
     "temp_log_not_fsynced": "chat.toml",
+    "reports_unmade_dirsync": "payment.toml",
 }
 # SQLite backend variants: run with --backend sqlite
 COMPLETES_SQLITE = {

@@ -28,6 +28,7 @@ from faultlab.lab.faults.powerstates import (
     derive_states,
     file_trace,
     representative,
+    truth_log_path,
     unsupported,
 )
 from faultlab.lab.faults.sigkill import recover, run_case
@@ -194,10 +195,17 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
             _save(where / f"state-{slug(state.label)}.jsonl", state.log)
     _save(where / "states.jsonl", b"".join(orjson.dumps(s) + b"\n" for s in summary))
     artifacts["states"] = str(where / "states.jsonl")
-    no_fsync = not any(m.get("fact") == "fsync" for m in file_trace(reference))
+    # Under the system's facts only an fsync of the log counts (its creation
+    # may have fsynced a temp file); under the target's, any reported one.
+    log = truth_log_path(reference)
+    no_fsync = not any(
+        m.get("fact") == "fsync" and (log is None or m.get("file") == log)
+        for m in file_trace(reference)
+    )
     detail = f"{len(states)} state(s), recovered: {chosen.label}"
     if no_fsync:
-        detail += "; the target makes no fsync: none of its writes counts as durable"
+        made = "reports no fsync" if log is None else "makes no fsync of its log"
+        detail += f"; the target {made}: none of its writes counts as durable"
     detail = _truth(reference, detail)
     # What the target claimed about its files up to the crash point, checked
     # against what its system calls did (nothing under the facts fallback).

@@ -160,3 +160,20 @@ def test_the_environment_turns_tracing_off_and_a_bad_value_is_one_line(
     monkeypatch.setenv("FAULTLAB_GROUND_TRUTH", "bogus")
     with pytest.raises(lab.LabUsageError, match="FAULTLAB_GROUND_TRUTH='bogus'"):
         traced(CHAT, tmp_path / "x", truth="auto")
+
+
+def test_a_strace_that_cannot_trace_here_falls_back_instead_of_failing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real executable standing in for a strace that ptrace is denied to
+    # (as in a locked-down container): it exits 1 with strace's message.
+    fake = tmp_path / "strace"
+    message = "strace: ptrace(PTRACE_TRACEME, ...): Operation not permitted"
+    fake.write_text(f"#!/bin/sh\necho '{message}' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(reference_module, "strace_path", lambda: str(fake))
+    reference, _ = traced(CHAT, tmp_path / "w", truth="auto")
+    assert reference.ground_truth == "facts"
+    assert "Operation not permitted" in reference.ground_truth_note
+    with pytest.raises(lab.LabUsageError, match="Operation not permitted"):
+        traced(CHAT, tmp_path / "x", truth="syscalls")

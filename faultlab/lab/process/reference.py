@@ -16,7 +16,12 @@ import orjson
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.process.forkserver import ForkServer, shared_server
 from faultlab.lab.process.spawn import Child, ChildExit, ChildHung
-from faultlab.lab.process.syscalls import parse_strace, strace_path, traced_argv
+from faultlab.lab.process.syscalls import (
+    parse_strace,
+    strace_path,
+    strace_unusable,
+    traced_argv,
+)
 from faultlab.lab.process.target import Mode, Target, session_files
 from faultlab.lab.read.stores import LogStore, store_for
 from faultlab.lab.read.view import LogView
@@ -221,6 +226,11 @@ def _tracing(options: LabOptions) -> tuple[str | None, str]:
         if chosen == "syscalls":
             raise LabUsageError("ground truth 'syscalls' needs strace, which is not installed")
         return None, "strace is not installed: the target's own file facts are used"
+    why = strace_unusable(strace)
+    if why is not None:
+        if chosen == "syscalls":
+            raise LabUsageError(f"ground truth 'syscalls': {why}")
+        return None, f"{why}: the target's own file facts are used"
     return strace, ""
 
 

@@ -11,9 +11,11 @@
 # probe pipes, stderr and everything else are ignored.
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,7 @@ __all__ = [
     "SyscallTrace",
     "parse_strace",
     "strace_path",
+    "strace_unusable",
     "traced_argv",
 ]
 
@@ -48,6 +51,23 @@ _HEX = re.compile(r"\\x([0-9a-fA-F]{2})")
 def strace_path() -> str | None:
     """The strace executable, or None where tracing is unavailable."""
     return shutil.which("strace")
+
+
+@functools.cache
+def strace_unusable(strace: str) -> str | None:
+    """Why ``strace`` cannot trace a child here (None: it can).  Installed
+    is not enough: a container may forbid ptrace, and then every traced
+    reference run would fail instead of falling back.  Asked once per lab
+    process."""
+    argv = traced_argv(["true"], Path(os.devnull), strace)
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"strace could not be run: {exc}"
+    if done.returncode != 0:
+        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"strace cannot trace here: {lines[-1] if lines else f'exit {done.returncode}'}"
+    return None
 
 
 def traced_argv(argv: list[str], output: Path, strace: str) -> list[str]:

@@ -23,6 +23,7 @@ __all__ = [
     "BOUNDARIES",
     "ENV_ARM",
     "ENV_FDS",
+    "ENV_TRACED",
     "EXIT_LAB_GONE",
     "FAULTS",
     "PROBE",
@@ -72,6 +73,10 @@ FAULTS = (
 ENV_FDS = "FAULTLAB_PROBE_FDS"
 # "name#n": the occurrence at which the child parks and waits for a reply.
 ENV_ARM = "FAULTLAB_ARM"
+# Set ("1") when the lab records the child's system calls: every report is
+# then written at once, before the child's next system call, so the lab can
+# place each report between the file calls it came between.
+ENV_TRACED = "FAULTLAB_TRACED"
 
 # The key of the last report of a fork server's child that closed every fd
 # but its probe pipes and is about to exit: {"exiting": CODE} (the fork
@@ -144,6 +149,8 @@ class Probe:
         except ValueError:
             raise ProbeError(f"{ENV_FDS}={fds!r}: expected 'REPORT_FD,REPLY_FD'") from None
         armed = env.get(ENV_ARM)
+        if env.get(ENV_TRACED):
+            buffered = False  # the syscall trace must show each report in place
         self.attach(
             report_fd, reply_fd, armed=parse_occurrence(armed) if armed else None,
             buffered=buffered,

@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from faultlab.bench.common import median
+
 __all__ = ["acceptance", "table", "write_json"]
 
 
@@ -267,6 +269,20 @@ def _table_double_crash(c: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _table_syscall_trace(c: Mapping[str, Any]) -> list[str]:
+    def ms(key: str) -> str:
+        return f"{1000 * median(c[key]):.0f} ms"
+
+    return [
+        f"reference run traced (strace) vs untraced: {c['scenario']}, {c['rounds']} round(s)",
+        _row("forked (fork server)", ms("fork_seconds")),
+        _row("exec'd", ms("exec_seconds")),
+        _row("exec'd under strace", ms("traced_seconds"), f"{c['syscall_facts']} file facts"),
+        _row("traced / forked", f"{c['traced_vs_fork']:.2f}x"),
+        _row("traced / exec'd", f"{c['traced_vs_exec']:.2f}x"),
+    ]
+
+
 _TABLES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
     "crash_loop": _table_crash_loop,
     "explore_jobs": _table_explore_jobs,
@@ -274,6 +290,7 @@ _TABLES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
     "checkpoint_cost": _table_checkpoint_cost,
     "offline_states": _table_offline_states,
     "double_crash": _table_double_crash,
+    "syscall_trace": _table_syscall_trace,
 }
 
 

@@ -25,6 +25,7 @@ from faultlab.bench.explorejobs import explore_jobs
 from faultlab.bench.logreload import log_reload
 from faultlab.bench.offline import offline_states
 from faultlab.bench.report import acceptance, table, write_json
+from faultlab.bench.syscalltrace import syscall_trace
 from faultlab.lab.process.scratch import scratch_root
 
 __all__ = ["SECTIONS", "run_all", "run_sections", "script_main"]
@@ -37,6 +38,7 @@ SECTIONS: dict[str, Callable[..., Any]] = {
     "checkpoint_cost": checkpoint_cost,
     "offline_states": offline_states,
     "double_crash": double_crash,
+    "syscall_trace": syscall_trace,
 }
 
 

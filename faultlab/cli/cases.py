@@ -83,6 +83,10 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
     if result.passed and unsupported:
         verdict += " (on the faults this backend supports)"
     tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items()))
+    if result.references:
+        from faultlab import lab
+
+        say(lab.ground_truth_line(result))
     say(f"{len(result.results)} case(s) in {result.seconds:.1f}s: {tally}: {verdict}")
     if codes:
         say("codes: " + ", ".join(f"{c} x{n}" for c, n in codes.most_common()))

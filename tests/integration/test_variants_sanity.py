@@ -67,6 +67,10 @@ COMPLETES = {
     "no_boundaries": "chat.toml",
     "no_tool_boundaries": "payment.toml",
     "resume_retries_unknown": "payment.toml",
+    "fsync_wrong_fd": "payment.toml",
+    "reports_unmade_fsync": "multi-turn.toml",
+    "temp_log_not_fsynced": "chat.toml",
+    "reports_unmade_dirsync": "payment.toml",
 }
 # SQLite backend variants: run with --backend sqlite
 COMPLETES_SQLITE = {

@@ -26,10 +26,13 @@ from faultlab.lab.faults.powerstates import (
     CrashState,
     UnsupportedTrace,
     derive_states,
+    file_trace,
     representative,
+    truth_log_path,
     unsupported,
 )
 from faultlab.lab.faults.sigkill import recover, run_case
+from faultlab.lab.faults.systruth import check_reported_facts
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.checks import (
     check_case,
@@ -116,7 +119,7 @@ def plan_power_cases(reference: Reference, fault: str) -> list[Case]:
     if fault not in POWER_FAULTS:
         raise LabUsageError(f"fault {fault!r} is not one of {', '.join(POWER_FAULTS)}")
     occurrences = [o for o in reference.occurrences if o.partition("#")[0] == WRITTEN]
-    if unsupported(reference.trace) is not None or not occurrences:
+    if unsupported(file_trace(reference)) is not None or not occurrences:
         occurrences = [f"{WRITTEN}#1"]
     return [Case(reference.scenario_path, occurrence, fault) for occurrence in occurrences]
 
@@ -158,7 +161,7 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
             "error", [Violation("REFERENCE_FAILED", message, {"status": reference.returncode})]
         )
     states: list[CrashState] = []
-    reason = unsupported(reference.trace)
+    reason = unsupported(file_trace(reference))
     if reason is None:
         if case.occurrence not in reference.occurrences:
             message = f"the fault-free run never reached {case.occurrence}"
@@ -173,7 +176,7 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
             f"{case.fault} cannot run on this target: {reason}",
             {"fault": case.fault},
         )
-        return result("error", [violation], reason)
+        return result("error", [violation], _truth(reference, reason))
 
     shutil.rmtree(where, ignore_errors=True)
     chosen = representative(states, case.fault)
@@ -192,10 +195,21 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
             _save(where / f"state-{slug(state.label)}.jsonl", state.log)
     _save(where / "states.jsonl", b"".join(orjson.dumps(s) + b"\n" for s in summary))
     artifacts["states"] = str(where / "states.jsonl")
-    no_fsync = not any(m.get("fact") == "fsync" for m in reference.trace)
+    # Under the system's facts only an fsync of the log counts (its creation
+    # may have fsynced a temp file); under the target's, any reported one.
+    log = truth_log_path(reference)
+    no_fsync = not any(
+        m.get("fact") == "fsync" and (log is None or m.get("file") == log)
+        for m in file_trace(reference)
+    )
     detail = f"{len(states)} state(s), recovered: {chosen.label}"
     if no_fsync:
-        detail += "; the target reports no fsync: none of its writes counts as durable"
+        made = "reports no fsync" if log is None else "makes no fsync of its log"
+        detail += f"; the target {made}: none of its writes counts as durable"
+    detail = _truth(reference, detail)
+    # What the target claimed about its files up to the crash point, checked
+    # against what its system calls did (nothing under the facts fallback).
+    offline += check_reported_facts(reference, _crash_index(reference, case.occurrence))
 
     try:
         recovered = _recover(case, reference, options, chosen, where, artifacts)
@@ -204,6 +218,24 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
         return result("hung", [violation, *offline, *check_state(chosen, reference)], detail)
     violations = [*_tagged(recovered, chosen.label), *offline]
     return result("fail" if violations else "pass", violations, detail)
+
+
+def _truth(reference: Reference, detail: str) -> str:
+    """`detail` with the ground truth its states came from."""
+    if reference.ground_truth == "syscalls":
+        return f"{detail}; ground truth: system calls"
+    note = f" ({reference.ground_truth_note})" if reference.ground_truth_note else ""
+    return f"{detail}; ground truth: the target's file facts{note}"
+
+
+def _crash_index(reference: Reference, occurrence: str) -> int:
+    """The index in the probe trace of the crash point ``flush/written#n``."""
+    _name, _, number = occurrence.partition("#")
+    n = int(number or "1")
+    for index, message in enumerate(reference.trace):
+        if message.get("boundary") == WRITTEN and message.get("n") == n:
+            return index
+    return len(reference.trace)
 
 
 def _save(path: Path, data: bytes) -> None:

@@ -28,6 +28,7 @@ from faultlab.lab.read.jsonl import parse_log
 from faultlab.lab.read.view import LogView
 
 __all__ = [
+    "FILE_FACTS",
     "PAGE",
     "POWER_FAULTS",
     "WRITTEN",
@@ -36,8 +37,10 @@ __all__ = [
     "UnsupportedTrace",
     "derive_states",
     "file_states",
+    "file_trace",
     "representative",
     "states_at",
+    "truth_log_path",
     "unsupported",
 ]
 
@@ -109,6 +112,41 @@ class CrashState:
         return parse_log(self.log, path)
 
 
+# -- the ground truth: the system's file facts, or the target's -----------------
+
+# The facts that describe files: under the syscall ground truth the target's
+# own are replaced by the system's.
+FILE_FACTS = frozenset(
+    {"create", "dirsync", "write", "fsync", "truncate", "cut", "link", "rename", "unlink"}
+)
+
+
+def file_trace(reference: Reference) -> tuple[dict[str, Any], ...]:
+    """The trace power-loss states are derived from: the probe trace with, under
+    the syscall ground truth, its file facts replaced by the system's."""
+    if reference.ground_truth != "syscalls":
+        return reference.trace
+    merged: list[dict[str, Any]] = []
+    facts = list(reference.syscalls)
+    at = 0
+    for index, message in enumerate(reference.trace):
+        while at < len(facts) and int(facts[at]["after"]) <= index:
+            merged.append(facts[at])
+            at += 1
+        if message.get("fact") not in FILE_FACTS:
+            merged.append(message)
+    merged.extend(facts[at:])
+    return tuple(merged)
+
+
+def truth_log_path(reference: Reference) -> str | None:
+    """The log's name in `file_trace`'s facts (None: the one the target names)."""
+    if reference.ground_truth != "syscalls":
+        return None
+    return os.path.realpath(reference.log.path)
+
+
+
 # -- the file rules ---------------------------------------------------------
 
 
@@ -146,7 +184,8 @@ def file_states(trace: Iterable[dict[str, Any]]) -> dict[str, FileState]:
             files[path] = FileState(path, size, size, linked=False, created=True)
         elif kind == "write":
             offset, count = _int(message.get("offset")), _int(message.get("bytes"))
-            files[path] = replace(known(path, offset), written=offset + count)
+            state = known(path, offset)
+            files[path] = replace(state, written=max(state.written, offset + count))
         elif kind == "fsync":
             state = known(path, size)
             synced = size if state.poisoned is None else min(size, state.poisoned)
@@ -168,6 +207,17 @@ def file_states(trace: Iterable[dict[str, Any]]) -> dict[str, FileState]:
             files[path] = replace(
                 state, written=size, synced=min(state.synced, size), poisoned=poisoned
             )
+        elif kind in ("link", "rename"):
+            # A new name for the source's bytes (as durable as they were): the
+            # name itself is durable only once its directory is fsynced.
+            source = str(message.get("source", ""))
+            old = files.pop(source, None) if kind == "rename" else files.get(source)
+            old = old or FileState(source, 0, 0, linked=True)
+            files[path] = FileState(
+                path, old.written, old.synced, linked=False, created=True, poisoned=old.poisoned
+            )
+        elif kind == "unlink":
+            files.pop(path, None)
     return files
 
 
@@ -207,17 +257,21 @@ def _log_path(prefix: Sequence[dict[str, Any]]) -> str:
     raise UnsupportedTrace(f"no write fact names the file written at {prefix[-1]}")
 
 
-def states_at(prefix: Sequence[dict[str, Any]], final: bytes, fault: str) -> list[CrashState]:
+def states_at(
+    prefix: Sequence[dict[str, Any]], final: bytes, fault: str, log_path: str | None = None
+) -> list[CrashState]:
     """The crash states of the log at the end of ``prefix`` (a trace cut just
     after a ``flush/written``), given bytes of which every content the log
-    held is a prefix (its final bytes, or the file as a SIGKILL left it)."""
+    held is a prefix (its final bytes, or the file as a SIGKILL left it).
+    ``log_path``: the log's name in the trace's facts (default: the file
+    the ``flush/written`` report names)."""
     if fault not in POWER_FAULTS:
         raise LabUsageError(f"fault {fault!r} is not one of {', '.join(POWER_FAULTS)}")
     reason = unsupported(prefix)
     if reason is not None:
         raise UnsupportedTrace(reason)
     trace = tuple(prefix)
-    log = file_states(trace).get(_log_path(trace))
+    log = file_states(trace).get(log_path or _log_path(trace))
     if log is None:
         raise UnsupportedTrace("no fact of the trace names the log file")
     if log.written > len(final):
@@ -269,8 +323,8 @@ def _torn_offsets(data: bytes, low: int, high: int) -> dict[int, list[str]]:
 def derive_states(reference: Reference, occurrence: str, fault: str) -> list[CrashState]:
     """Every crash state of ``fault`` at ``occurrence`` (``flush/written#k``),
     from the reference run's trace and final log bytes alone."""
-    prefix = _crash_prefix(reference.trace, occurrence)
-    return states_at(prefix, reference.log_bytes, fault)
+    prefix = _crash_prefix(file_trace(reference), occurrence)
+    return states_at(prefix, reference.log_bytes, fault, truth_log_path(reference))
 
 
 def representative(states: Sequence[CrashState], fault: str) -> CrashState:

@@ -75,6 +75,30 @@ GUARANTEES: dict[str, tuple[str, str]] = {
         "after session/cancel a tool call stayed open for the client or the log lacks the "
         "real closing events",
     ),
+    # The target's own file facts checked against its system calls (strace).
+    "FSYNC_WRONG_FILE": (
+        "syscalls",
+        "a reported fsync of a file was made on another file (the wrong descriptor)",
+    ),
+    "FSYNC_NOT_MADE": ("syscalls", "a reported fsync was never made: no fsync system call"),
+    "DIRSYNC_NOT_MADE": (
+        "syscalls",
+        "a reported directory fsync was never made on that directory",
+    ),
+    "WRITE_NOT_MADE": ("syscalls", "a reported write never reached that file"),
+    "REPORTED_SIZE_WRONG": (
+        "syscalls",
+        "a size or offset the target reported is not what its system calls wrote or synced",
+    ),
+    "FILE_FACT_NOT_MADE": (
+        "syscalls",
+        "a reported create, truncate or cut of a file does not appear in its system calls",
+    ),
+    "RENAME_BEFORE_FSYNC": (
+        "syscalls",
+        "a file was put in place by rename/link before its bytes were fsynced: after a power "
+        "loss the name can point at an empty or partial file",
+    ),
     "BOUNDARY_NOT_REACHED": ("coverage", "a boundary the scenario declares was never reached"),
     "EXPECTATION_FAILED": ("expect", "a per-boundary expectation of the scenario did not hold"),
     "RESUME_FAILED": ("recovery", "the target could not repair or resume the crashed session"),

@@ -16,12 +16,21 @@ import orjson
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.process.forkserver import ForkServer, shared_server
 from faultlab.lab.process.spawn import Child, ChildExit, ChildHung
+from faultlab.lab.process.syscalls import (
+    parse_strace,
+    strace_path,
+    strace_unusable,
+    traced_argv,
+)
 from faultlab.lab.process.target import Mode, Target, session_files
 from faultlab.lab.read.stores import LogStore, store_for
 from faultlab.lab.read.view import LogView
+from faultlab.probe import ENV_TRACED
 from faultlab.scenario import Scenario
 
 __all__ = [
+    "ENV_GROUND_TRUTH",
+    "GROUND_TRUTHS",
     "LabOptions",
     "Reference",
     "drift",
@@ -41,6 +50,11 @@ __all__ = [
 # Facts that differ between two runs of the same scenario (paths, byte
 # counts that depend on timestamps) and do not describe the state reached.
 _VOLATILE = frozenset({"file", "size", "offset", "bytes", "parked", "keptIn", "dir"})
+# Where the reference run's file facts come from: "syscalls" (its system
+# calls, recorded by strace), "facts" (what the target reports), "auto"
+# (syscalls where strace is installed, else facts).
+GROUND_TRUTHS = ("auto", "syscalls", "facts")
+ENV_GROUND_TRUTH = "FAULTLAB_GROUND_TRUTH"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +76,17 @@ class LabOptions:
     # unless an exploration runs more cases at once than there are CPUs;
     # see `for_jobs`).
     fork_warm: bool | None = None
+    # Where file facts come from (GROUND_TRUTHS): with "syscalls" the
+    # reference run is exec'd under strace, once per scenario.
+    ground_truth: str = "auto"
 
     def __post_init__(self) -> None:
         if self.spawn not in ("fork", "exec"):
             raise LabUsageError(f"spawn must be 'fork' or 'exec', not {self.spawn!r}")
+        if self.ground_truth not in GROUND_TRUTHS:
+            raise LabUsageError(
+                f"ground truth must be one of {', '.join(GROUND_TRUTHS)}, not {self.ground_truth!r}"
+            )
         if self.fork_ahead is not None and (
             type(self.fork_ahead) is not int or self.fork_ahead < 0
         ):
@@ -98,6 +119,12 @@ class Reference:
     stderr: str
     hung: bool = False
     backend: str = "jsonl"  # the persistence backend the run used
+    # "syscalls": `syscalls` holds the file facts strace showed (each with
+    # `after`, the number of trace messages before it); "facts": only the
+    # target's own reports are known (`ground_truth_note` says why).
+    ground_truth: str = "facts"
+    syscalls: tuple[dict[str, Any], ...] = ()
+    ground_truth_note: str = ""
 
     @property
     def boundaries(self) -> list[dict[str, Any]]:
@@ -182,18 +209,58 @@ def make_child(
     return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, after=after)
 
 
+def _tracing(options: LabOptions) -> tuple[str | None, str]:
+    """The strace to trace the reference run with, or None and why not.
+    Under "auto" the environment's FAULTLAB_GROUND_TRUTH may choose (the
+    command line's way to turn tracing off)."""
+    chosen = options.ground_truth
+    if chosen == "auto":
+        chosen = os.environ.get(ENV_GROUND_TRUTH, "") or "auto"
+        if chosen not in GROUND_TRUTHS:
+            raise LabUsageError(
+                f"{ENV_GROUND_TRUTH}={chosen!r}: expected one of {', '.join(GROUND_TRUTHS)}"
+            )
+    if chosen == "facts":
+        return None, f"system-call tracing is turned off ({ENV_GROUND_TRUTH}=facts)"
+    strace = strace_path()
+    if strace is None:
+        if chosen == "syscalls":
+            raise LabUsageError("ground truth 'syscalls' needs strace, which is not installed")
+        return None, "strace is not installed: the target's own file facts are used"
+    why = strace_unusable(strace)
+    if why is not None:
+        if chosen == "syscalls":
+            raise LabUsageError(f"ground truth 'syscalls': {why}")
+        return None, f"{why}: the target's own file facts are used"
+    return strace, ""
+
+
 def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -> Reference:
-    """Run the scenario once without faults and record its trace, log and ledger."""
+    """Run the scenario once without faults and record its trace, log and ledger
+    (and, under strace, its file system calls)."""
     where = options.workdir / "reference" / slug(Path(scenario_path).name)
     shutil.rmtree(where, ignore_errors=True)
     session = where / "session"
-    child = make_child(options, scenario_path, session, "run", "run")
+    strace, note = _tracing(options)
+    if strace is None:
+        child = make_child(options, scenario_path, session, "run", "run")
+    else:
+        session.parent.mkdir(parents=True, exist_ok=True)
+        argv = options.target.argv(scenario_path, session, "run")
+        cwd = str(session.parent) if options.target.reference else None
+        child = Child(
+            traced_argv(argv, where / "strace.txt", strace), stderr_path=where / "run.stderr",
+            env={ENV_TRACED: "1"}, cwd=cwd,
+        )  # fmt: skip
     hung = False
     try:
         status = run_to_exit(child, options.timeout)
     except ChildHung as exc:  # killed by _run_to_exit's context; reported, not raised
         hung = True
         status = ChildExit(-9, f"hung: {exc}")
+    syscalls: tuple[dict[str, Any], ...] = ()
+    if strace is not None:
+        syscalls, note = _syscall_facts(where / "strace.txt", session, child)
     _log, ledger_path = session_files(session)
     store = store_of(options, scenario)
     log_path = store.log_path(session)
@@ -209,6 +276,9 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         stderr=status.stderr,
         hung=hung,
         backend=store.backend,
+        ground_truth="facts" if note else "syscalls",
+        syscalls=syscalls,
+        ground_truth_note=note,
     )
 
 
@@ -222,6 +292,25 @@ def owed_expectations(scenario: Scenario, policy: str | None) -> Scenario:
         e for e in scenario.expectations if effective in (e.policies or (scenario.policy,))
     )
     return scenario if kept == scenario.expectations else replace(scenario, expectations=kept)
+
+
+def _syscall_facts(
+    output: Path, session: Path, child: Child
+) -> tuple[tuple[dict[str, Any], ...], str]:
+    """The traced run's file facts, or () and why they cannot be used."""
+    try:
+        text = output.read_text("ascii", errors="replace")
+    except OSError as exc:
+        return (), f"the system-call trace could not be read: {exc}"
+    parsed = parse_strace(text, session, child.report_inode)
+    if list(parsed.reports) != child.trace:
+        # The reports in the stream are how facts are placed; without them
+        # in full the placement would be a guess.
+        return (), (
+            f"the system-call trace shows {len(parsed.reports)} probe report(s), "
+            f"the lab read {len(child.trace)}: the target's own file facts are used"
+        )
+    return parsed.facts, ""
 
 
 def normalized(message: dict[str, Any]) -> dict[str, Any]:

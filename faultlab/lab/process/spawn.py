@@ -77,6 +77,8 @@ class Child:
     # (the crash child, let go by `kill_and_let_go`).  The caller owns it.
     after: int | None = None
     _proc: subprocess.Popen[bytes] | ForkedProcess | None = None
+    # The inode of the report pipe: a system-call trace names the pipe so.
+    report_inode: int = 0
     _report_fd: int = -1
     _reply_fd: int = -1
     _buffer: bytes = b""
@@ -107,6 +109,7 @@ class Child:
             os.close(reply_r)
         self._report_fd = report_r
         self._reply_fd = reply_w
+        self.report_inode = os.fstat(report_r).st_ino
         os.set_blocking(report_r, False)
         self._poll = select.poll()
         self._poll.register(report_r, select.POLLIN)

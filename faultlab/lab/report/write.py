@@ -32,6 +32,8 @@ __all__ = [
     "dumps_json",
     "fault_table",
     "find_case",
+    "ground_truth_line",
+    "ground_truths",
     "junit_xml",
     "markdown_report",
     "new_run_id",
@@ -119,6 +121,7 @@ def markdown_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> s
     lines.append(f"- target: {shlex.join(info.target) if info.target else 'reference runtime'}")
     lines.append(f"- policy: {info.policy or 'as each scenario says'}")
     lines.append(f"- backend: {info.backend or 'as each scenario says'}")
+    lines.append(f"- {ground_truth_line(result)}")
     verdict = "all guarantees held" if result.passed else "VIOLATIONS FOUND"
     lines.append(f"- verdict: **{verdict}** in {result.seconds:.1f}s")
     lines += [
@@ -162,6 +165,33 @@ _MARK = {
     "pass": "ok", "fail": "FAIL", "drift": "drift", "hung": "hung", "error": "error",
     "unsupported": "unsupported",
 }  # fmt: skip
+
+
+def ground_truths(result: ExploreResult) -> list[dict[str, str]]:
+    """Per scenario, where the file facts of its power-loss states came from:
+    "syscalls" (the reference run's strace) or "facts" (the target's own
+    reports, with why)."""
+    return [
+        {
+            "scenario": Path(ref.scenario_path).name,
+            "groundTruth": ref.ground_truth,
+            "note": ref.ground_truth_note,
+        }
+        for ref in result.references
+    ]
+
+
+def ground_truth_line(result: ExploreResult) -> str:
+    """One line for people: which ground truth the run used, per scenario count."""
+    listed = ground_truths(result)
+    traced = sum(1 for g in listed if g["groundTruth"] == "syscalls")
+    text = f"ground truth: system calls (strace) for {traced} of {len(listed)} scenario(s)"
+    notes = sorted(
+        {g["note"] or "not traced" for g in listed if g["groundTruth"] != "syscalls"}
+    )
+    if notes:
+        text += "; the target's own file facts for the rest: " + "; ".join(notes)
+    return text
 
 
 def unsupported_faults(result: ExploreResult) -> list[dict[str, str]]:
@@ -285,6 +315,7 @@ def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path
             "passed": result.passed,
             "codes": dict(Counter(code for r in result.results for code in r.codes)),
             "unsupported": unsupported_faults(result),
+            "groundTruth": ground_truths(result),
             "scenarios": sorted({r.case.scenario for r in result.results}),
         }
         (building / "summary.json").write_bytes(dumps_json(summary))

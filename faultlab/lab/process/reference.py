@@ -49,7 +49,7 @@ __all__ = [
 
 # Facts that differ between two runs of the same scenario (paths, byte
 # counts that depend on timestamps) and do not describe the state reached.
-_VOLATILE = frozenset({"file", "size", "offset", "bytes", "parked", "keptIn", "dir"})
+_VOLATILE = frozenset({"file", "source", "size", "offset", "bytes", "parked", "keptIn", "dir"})
 # Where the reference run's file facts come from: "syscalls" (its system
 # calls, recorded by strace), "facts" (what the target reports), "auto"
 # (syscalls where strace is installed, else facts).

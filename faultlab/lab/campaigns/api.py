@@ -124,7 +124,7 @@ def run_single(
     made = make_target(policy=policy, target=target, backend=backend)
     options = LabOptions(made, workdir, timeout, spawn)
     case = Case(reference.scenario_path, occurrence, fault)
-    reason = store_for(reference.backend).unsupported.get(fault)
+    reason = store_for(reference.backend).unsupported_reason(fault, reference.ground_truth)
     if reason is not None:
         raise LabUsageError(
             f"fault {fault!r} is not supported on backend {reference.backend}: {reason}"

@@ -168,9 +168,9 @@ def plan_cases(
     double-sigkill cases come last; planning them runs processes (`options`,
     `jobs` at a time; see faultlab/lab/faults/double.py)."""
     cases = [Case(reference.scenario_path, COVERAGE, "reference")]
-    unsupported = store_for(reference.backend).unsupported
+    store = store_for(reference.backend)
     for fault in sorted(set(faults) - {DOUBLE_FAULT}, key=FAULTS.index):
-        if fault in unsupported:  # one case per scenario says so, with the reason
+        if store.unsupported_reason(fault, reference.ground_truth) is not None:  # one case per scenario says so, with the reason
             cases.append(Case(reference.scenario_path, "flush/written#1", fault))
         elif fault == "sigkill":
             cases += [Case(reference.scenario_path, o, fault) for o in reference.occurrences]
@@ -277,7 +277,9 @@ def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult
         return run_case(case, reference, options)
     if case.fault == DOUBLE_FAULT:
         return run_double_case(case, reference, options)
-    reason = store_for(reference.backend).unsupported.get(case.fault)
+    reason = store_for(reference.backend).unsupported_reason(
+        case.fault, reference.ground_truth
+    )
     if reason is not None:
         return CaseResult(case, "unsupported", (), 0.0, f"backend {reference.backend}: {reason}")
     if case.fault in OFFLINE_FAULTS:

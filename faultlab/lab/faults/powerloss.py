@@ -10,6 +10,7 @@
 # runtime.
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -256,7 +257,11 @@ def _recover(
     session = where / "session"
     session.mkdir(parents=True, exist_ok=True)
     log_path, ledger_path = session_files(session)
-    if state.log is not None:
+    if state.files is not None:  # SQLite: the database and its journals as rebuilt
+        log_path = session / os.path.basename(reference.log.path)
+        for name, content in state.files:
+            (session / name).write_bytes(content)
+    elif state.log is not None:
         log_path.write_bytes(state.log)
     ledger = _ledger_at(reference, state.trace)
     if ledger:

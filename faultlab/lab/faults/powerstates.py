@@ -25,6 +25,7 @@ from typing import Any
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.process.reference import Reference
 from faultlab.lab.read.jsonl import parse_log
+from faultlab.lab.read.sqlite import parse_sqlite
 from faultlab.lab.read.view import LogView
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "CrashState",
     "FileState",
     "UnsupportedTrace",
+    "crash_prefix",
     "derive_states",
     "file_states",
     "file_trace",
@@ -92,7 +94,10 @@ class CrashState:
     ``log`` is its bytes (``None``: the file vanished); ``trace`` is the probe
     trace up to and including the crash point (the ``flush/written``
     occurrence, marked parked); ``synced`` / ``written`` are the log's durable
-    and written sizes at that point.
+    and written sizes at that point.  A SQLite state (``backend``) keeps in
+    ``log`` the database with its WAL folded in (the lab reader's snapshot),
+    and in ``files`` the session's files as the crash left them, which the
+    target recovers (faultlab/lab/faults/sqlitestates.py).
     """
 
     label: str
@@ -100,6 +105,8 @@ class CrashState:
     trace: tuple[dict[str, Any], ...]
     synced: int = 0
     written: int = 0
+    backend: str = "jsonl"
+    files: tuple[tuple[str, bytes], ...] | None = None
 
     @property
     def vanished(self) -> bool:
@@ -109,6 +116,8 @@ class CrashState:
         """The log as the lab's reader sees it (a torn tail is cut)."""
         if self.log is None:
             return LogView(path, False, None, (), 0, 0, 0, ())
+        if self.backend == "sqlite":
+            return parse_sqlite(self.log, path)
         return parse_log(self.log, path)
 
 
@@ -234,7 +243,7 @@ def unsupported(trace: Sequence[dict[str, Any]]) -> str | None:
     return None
 
 
-def _crash_prefix(trace: Sequence[dict[str, Any]], occurrence: str) -> tuple[dict[str, Any], ...]:
+def crash_prefix(trace: Sequence[dict[str, Any]], occurrence: str) -> tuple[dict[str, Any], ...]:
     name, _, number = occurrence.partition("#")
     if name != WRITTEN:
         raise LabUsageError(f"{occurrence}: power-loss states are cut at {WRITTEN}#n only")
@@ -322,17 +331,24 @@ def _torn_offsets(data: bytes, low: int, high: int) -> dict[int, list[str]]:
 
 def derive_states(reference: Reference, occurrence: str, fault: str) -> list[CrashState]:
     """Every crash state of ``fault`` at ``occurrence`` (``flush/written#k``),
-    from the reference run's trace and final log bytes alone."""
-    prefix = _crash_prefix(file_trace(reference), occurrence)
+    from the reference run's trace and final log bytes alone (a SQLite run's
+    from its traced written bytes: sqlitestates.py)."""
+    if reference.backend == "sqlite":
+        from faultlab.lab.faults.sqlitestates import sqlite_states
+
+        return sqlite_states(reference, occurrence, fault)
+    prefix = crash_prefix(file_trace(reference), occurrence)
     return states_at(prefix, reference.log_bytes, fault, truth_log_path(reference))
 
 
 def representative(states: Sequence[CrashState], fault: str) -> CrashState:
     """The state recovered by real processes: the synced one for power-loss,
     the last mid-line torn one for torn-write (a partial batch whose torn last
-    line the loader must cut)."""
+    line the loader must cut; for SQLite the last write cut at a page)."""
     if fault == "torn-write":
-        torn = [s for s in states if "mid-line" in s.label]
+        torn = [s for s in states if "mid-line" in s.label] or [
+            s for s in states if "(page)" in s.label
+        ]
         if torn:
             return torn[-1]
     return states[0]

@@ -125,6 +125,8 @@ class Reference:
     ground_truth: str = "facts"
     syscalls: tuple[dict[str, Any], ...] = ()
     ground_truth_note: str = ""
+    # The bytes of each traced write (a `write` fact's `w` indexes them).
+    written: tuple[bytes, ...] = ()
 
     @property
     def boundaries(self) -> list[dict[str, Any]]:
@@ -259,8 +261,9 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         hung = True
         status = ChildExit(-9, f"hung: {exc}")
     syscalls: tuple[dict[str, Any], ...] = ()
+    written: tuple[bytes, ...] = ()
     if strace is not None:
-        syscalls, note = _syscall_facts(where / "strace.txt", session, child)
+        syscalls, written, note = _syscall_facts(where / "strace.txt", session, child)
     _log, ledger_path = session_files(session)
     store = store_of(options, scenario)
     log_path = store.log_path(session)
@@ -279,6 +282,7 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         ground_truth="facts" if note else "syscalls",
         syscalls=syscalls,
         ground_truth_note=note,
+        written=written,
     )
 
 
@@ -296,21 +300,22 @@ def owed_expectations(scenario: Scenario, policy: str | None) -> Scenario:
 
 def _syscall_facts(
     output: Path, session: Path, child: Child
-) -> tuple[tuple[dict[str, Any], ...], str]:
-    """The traced run's file facts, or () and why they cannot be used."""
+) -> tuple[tuple[dict[str, Any], ...], tuple[bytes, ...], str]:
+    """The traced run's file facts and written bytes, or () and why they
+    cannot be used."""
     try:
         text = output.read_text("ascii", errors="replace")
     except OSError as exc:
-        return (), f"the system-call trace could not be read: {exc}"
+        return (), (), f"the system-call trace could not be read: {exc}"
     parsed = parse_strace(text, session, child.report_inode)
     if list(parsed.reports) != child.trace:
         # The reports in the stream are how facts are placed; without them
         # in full the placement would be a guess.
-        return (), (
+        return (), (), (
             f"the system-call trace shows {len(parsed.reports)} probe report(s), "
             f"the lab read {len(child.trace)}: the target's own file facts are used"
         )
-    return parsed.facts, ""
+    return parsed.facts, parsed.data, ""
 
 
 def normalized(message: dict[str, Any]) -> dict[str, Any]:

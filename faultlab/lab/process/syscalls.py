@@ -87,11 +87,17 @@ class SyscallTrace:
 
     ``reports``: the probe's report lines as the target wrote them, in
     order; ``facts``: the file facts the system calls show, each with
-    ``after``, the number of reports written before it.
+    ``after``, the number of reports written before it.  ``data``: the
+    bytes of every write to a file of the session; a ``write`` fact's ``w``
+    is its index here (``None``: strace printed fewer bytes than were
+    written, a write longer than ``-s``).  Kept beside the facts, not in
+    them, so a trace stays JSON (the SQLite states are rebuilt from these
+    bytes: faultlab/lab/faults/sqlitestates.py).
     """
 
     reports: tuple[dict[str, Any], ...]
     facts: tuple[dict[str, Any], ...]
+    data: tuple[bytes, ...] = ()
 
 
 @dataclass
@@ -107,6 +113,7 @@ class _Parser:
     report_inode: int
     reports: list[dict[str, Any]] = field(default_factory=list)
     facts: list[dict[str, Any]] = field(default_factory=list)
+    data: list[bytes] = field(default_factory=list)
     sizes: dict[str, int] = field(default_factory=dict)  # files this run knows
     directories: set[str] = field(default_factory=set)
     opened: dict[tuple[int, str], _Open] = field(default_factory=dict)
@@ -183,7 +190,12 @@ class _Parser:
         if at is None:
             handle.position = offset + count
         self.sizes[handle.path] = max(size, offset + count)
-        self.emit("write", file=handle.path, offset=offset, bytes=count)
+        written = b"".join(_bytes(a) for a in args[1:-1] or args[1:2])[:count]
+        index: int | None = None
+        if len(written) == count:
+            index = len(self.data)
+            self.data.append(written)
+        self.emit("write", file=handle.path, offset=offset, bytes=count, w=index)
 
     def _on_write(self, args: list[str], result: int, rpath: str | None) -> None:
         if len(args) >= 2:
@@ -377,4 +389,4 @@ def parse_strace(text: str, root: str | Path, report_inode: int) -> SyscallTrace
         value = -1 if result == "?" else int(result)
         resolved = None if rpath is None else os.fsdecode(_bytes(f'"{rpath}"'))
         parser.call(name, _split(args), value, resolved)
-    return SyscallTrace(tuple(parser.reports), tuple(parser.facts))
+    return SyscallTrace(tuple(parser.reports), tuple(parser.facts), tuple(parser.data))

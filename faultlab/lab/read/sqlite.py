@@ -52,9 +52,11 @@ def snapshot(path: Path) -> bytes:
     with tempfile.TemporaryDirectory(prefix="faultlab-sqlite-") as work:
         copy = Path(work) / "session.sqlite"
         copy.write_bytes(raw)
-        wal = Path(f"{path}-wal")
-        if wal.is_file():
-            shutil.copyfile(wal, f"{copy}-wal")
+        # A hot rollback journal is copied too: SQLite rolls it back on open.
+        for suffix in ("-wal", "-journal"):
+            journal = Path(f"{path}{suffix}")
+            if journal.is_file():
+                shutil.copyfile(journal, f"{copy}{suffix}")
         try:
             db = sqlite3.connect(copy, isolation_level=None)
             try:

@@ -20,9 +20,9 @@ __all__ = ["BACKENDS", "LogStore", "find_log", "read_any", "store_for"]
 BACKENDS = ("jsonl", "sqlite")
 
 _SQLITE_POWER = (
-    "SQLite does its own file I/O inside the library: the runtime cannot report the "
-    "write/fsync trace of the database and its WAL, so the lab cannot derive the states "
-    "a power loss would leave"
+    "SQLite does its own file I/O inside the library and overwrites its files in place: "
+    "its power-loss states are rebuilt from the bytes of the reference run's traced "
+    "system calls, and this run has no system-call trace"
 )
 _SQLITE_CORRUPT = (
     "the fault zeroes one committed line of a JSONL log; damaging one committed row of a "
@@ -49,6 +49,16 @@ class LogStore:
     _parse: Callable[[bytes, str], LogView]
     # fault -> why this backend cannot be tested with it
     unsupported: dict[str, str] = field(default_factory=dict)
+    # fault -> why it cannot be tested without the system-call ground truth
+    needs_trace: dict[str, str] = field(default_factory=dict)
+
+    def unsupported_reason(self, fault: str, ground_truth: str) -> str | None:
+        """Why ``fault`` cannot run on this backend under ``ground_truth``
+        ("syscalls" or "facts"); None: it can."""
+        reason = self.unsupported.get(fault)
+        if reason is None and ground_truth != "syscalls":
+            reason = self.needs_trace.get(fault)
+        return reason
 
     def log_path(self, session_dir: Path) -> Path:
         return session_dir / self.log_name
@@ -88,8 +98,8 @@ _STORES = {
     "jsonl": LogStore("jsonl", "session.jsonl", ".jsonl", _read_file, parse_log),
     "sqlite": LogStore(
         "sqlite", "session.sqlite", ".sqlite", snapshot, parse_sqlite,
-        {"power-loss": _SQLITE_POWER, "torn-write": _SQLITE_POWER,
-         "corrupt-committed": _SQLITE_CORRUPT},
+        {"corrupt-committed": _SQLITE_CORRUPT},
+        {"power-loss": _SQLITE_POWER, "torn-write": _SQLITE_POWER},
     ),
 }  # fmt: skip
 

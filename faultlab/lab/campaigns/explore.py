@@ -170,7 +170,8 @@ def plan_cases(
     cases = [Case(reference.scenario_path, COVERAGE, "reference")]
     store = store_for(reference.backend)
     for fault in sorted(set(faults) - {DOUBLE_FAULT}, key=FAULTS.index):
-        if store.unsupported_reason(fault, reference.ground_truth) is not None:  # one case per scenario says so, with the reason
+        # A fault the backend cannot run: one case per scenario says so, with the reason.
+        if store.unsupported_reason(fault, reference.ground_truth) is not None:
             cases.append(Case(reference.scenario_path, "flush/written#1", fault))
         elif fault == "sigkill":
             cases += [Case(reference.scenario_path, o, fault) for o in reference.occurrences]

@@ -17,6 +17,7 @@ from faultlab.lab.faults.live import (
 from faultlab.lab.faults.powerloss import (
     OFFLINE_CODES,
     check_state,
+    crash_states,
     offline_rate,
     plan_power_cases,
     run_power_case,
@@ -57,6 +58,7 @@ __all__ = [
     "UnsupportedTrace",
     "check_state",
     "crash_phase",
+    "crash_states",
     "damage_committed_line",
     "derive_states",
     "file_states",

@@ -33,6 +33,7 @@ from faultlab.lab.faults.powerstates import (
     unsupported,
 )
 from faultlab.lab.faults.sigkill import recover, run_case
+from faultlab.lab.faults.sqlitestates import sqlite_states
 from faultlab.lab.faults.systruth import check_reported_facts
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.checks import (
@@ -52,13 +53,14 @@ from faultlab.scenario import load_scenario
 __all__ = [
     "OFFLINE_CODES",
     "check_state",
+    "crash_states",
     "offline_rate",
     "plan_power_cases",
     "run_power_case",
 ]
 
 # The bytes of this many failing states are kept in a case's directory (all
-# of them are listed in its states.jsonl, and derive_states regenerates any).
+# of them are listed in its states.jsonl, and crash_states regenerates any).
 SAVED_STATES = 10
 # The codes the offline check can report (the rest need a real recovery).
 OFFLINE_CODES = frozenset(
@@ -111,6 +113,15 @@ def check_state(state: CrashState, reference: Reference) -> list[Violation]:
 
 
 # -- cases ------------------------------------------------------------------
+
+
+def crash_states(reference: Reference, occurrence: str, fault: str) -> list[CrashState]:
+    """Every crash state of ``fault`` at ``occurrence``: a JSONL log's cut
+    from its final bytes (powerstates.py), a SQLite database's rebuilt from
+    the traced writes (sqlitestates.py)."""
+    if reference.backend == "sqlite":
+        return sqlite_states(reference, occurrence, fault)
+    return derive_states(reference, occurrence, fault)
 
 
 def plan_power_cases(reference: Reference, fault: str) -> list[Case]:
@@ -168,7 +179,7 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
             message = f"the fault-free run never reached {case.occurrence}"
             return result("drift", [Violation("DRIFT", message)], message)
         try:
-            states = derive_states(reference, case.occurrence, case.fault)
+            states = crash_states(reference, case.occurrence, case.fault)
         except UnsupportedTrace as exc:
             reason = str(exc)
     if reason is not None:
@@ -306,7 +317,7 @@ def offline_rate(
         began = time.perf_counter()
         while True:
             for case in cases:
-                for state in derive_states(reference, case.occurrence, case.fault):
+                for state in crash_states(reference, case.occurrence, case.fault):
                     check_state(state, reference)
                     states += 1
             offline_seconds = time.perf_counter() - began

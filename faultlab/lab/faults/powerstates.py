@@ -331,12 +331,11 @@ def _torn_offsets(data: bytes, low: int, high: int) -> dict[int, list[str]]:
 
 def derive_states(reference: Reference, occurrence: str, fault: str) -> list[CrashState]:
     """Every crash state of ``fault`` at ``occurrence`` (``flush/written#k``),
-    from the reference run's trace and final log bytes alone (a SQLite run's
-    from its traced written bytes: sqlitestates.py)."""
+    from the reference run's trace and final log bytes alone.  A SQLite run's
+    log is not append-only: its states are rebuilt from the traced written
+    bytes (sqlitestates.py; powerloss.py's `crash_states` picks the right one)."""
     if reference.backend == "sqlite":
-        from faultlab.lab.faults.sqlitestates import sqlite_states
-
-        return sqlite_states(reference, occurrence, fault)
+        raise UnsupportedTrace("a SQLite log is not a prefix of its final bytes")
     prefix = crash_prefix(file_trace(reference), occurrence)
     return states_at(prefix, reference.log_bytes, fault, truth_log_path(reference))
 

@@ -110,7 +110,6 @@ def replay(facts: Sequence[dict[str, Any]], data: Sequence[bytes]) -> Replayed:
             files[path] = _File(bytearray(), b"", linked=False)
             drop_pending(path)
             continue
-        state = files.get(path)
         if kind == "unlink":
             files.pop(path, None)
             drop_pending(path)
@@ -126,8 +125,10 @@ def replay(facts: Sequence[dict[str, Any]], data: Sequence[bytes]) -> Replayed:
                 drop_pending(source)
             out.pending += moved
             continue
-        if state is None:
+        found = files.get(path)
+        if found is None:
             raise UnsupportedTrace(f"{path}: the run changed a file it did not create")
+        state = found
         if kind == "write":
             index = fact.get("w")
             if not isinstance(index, int) or not 0 <= index < len(data):

@@ -62,7 +62,10 @@ def test_the_atomic_create_then_appends_become_facts_between_reports() -> None:
     parsed = parse_strace(text, ROOT, 777)
     assert parsed.reports == ({"boundary": "turn/started", "n": 1},
                               {"boundary": "flush/written", "n": 1})  # fmt: skip
-    facts = [{k: v for k, v in f.items() if k != "via"} for f in parsed.facts]
+    # (each write's bytes are kept beside the facts: `w` indexes them)
+    assert parsed.data == (b"head\n", b"abc\n")
+    assert [f["w"] for f in parsed.facts if f["fact"] == "write"] == [0, 1]
+    facts = [{k: v for k, v in f.items() if k not in ("via", "w")} for f in parsed.facts]
     assert facts == [
         {"fact": "create", "file": TMP, "size": 0, "after": 0},
         {"fact": "write", "file": TMP, "offset": 0, "bytes": 5, "after": 0},
@@ -89,9 +92,11 @@ def test_positioned_writes_lseek_writev_truncate_and_rename() -> None:
         f'rename("{h(db)}", "{h(db + "2")}") = 0',
         f"fdatasync({fd(4, db + '2')}) = 0",
     )
+    parsed = parse_strace(text, ROOT, 1)
+    # pwrite64's bytes, and writev's iovecs joined, in call order
+    assert parsed.data == (b"x" * 8, b"abcd")
     facts = [
-        {k: v for k, v in f.items() if k not in ("via", "after")}
-        for f in parse_strace(text, ROOT, 1).facts
+        {k: v for k, v in f.items() if k not in ("via", "after", "w")} for f in parsed.facts
     ]
     assert facts == [
         {"fact": "create", "file": db, "size": 0},
@@ -108,3 +113,20 @@ def test_the_strace_command_follows_forks_and_prints_hex() -> None:
     assert argv[0] == "/usr/bin/strace" and argv[-4:] == ["--", "python", "-m", "x"]
     assert {"-f", "-y", "-xx", "--seccomp-bpf"} <= set(argv)
     assert argv[argv.index("-o") + 1] == "/o"
+
+
+def test_a_write_longer_than_the_dumped_string_keeps_no_bytes() -> None:
+    # strace prints at most -s bytes: a longer write keeps its length only,
+    # and `w` None says its bytes are unknown (the SQLite states then refuse).
+    db = f"{ROOT}/db"
+    text = lines(
+        f'openat(AT_FDCWD, "{h(db)}", O_RDWR|O_CREAT, 0644) = {fd(4, db)}',
+        f'pwrite64({fd(4, db)}, "{h("abc")}"..., 4096, 0) = 4096',
+        f'pwrite64({fd(4, db)}, "{h("ok")}", 2, 8192) = 2',
+    )
+    parsed = parse_strace(text, ROOT, 1)
+    assert [(f["offset"], f["bytes"], f["w"]) for f in parsed.facts if f["fact"] == "write"] == [
+        (0, 4096, None),
+        (8192, 2, 0),
+    ]
+    assert parsed.data == (b"ok",)

@@ -113,5 +113,11 @@ def test_stores_find_the_log_of_either_backend(tmp_path: Path) -> None:
     with pytest.raises(LabUsageError, match="unknown backend 'nope'"):
         store_for("nope")
     store = store_for("sqlite")
-    assert set(store.unsupported) == {"power-loss", "torn-write", "corrupt-committed"}
+    # power-loss and torn-write run from the system-call trace only
+    assert set(store.unsupported) == {"corrupt-committed"}
+    assert set(store.needs_trace) == {"power-loss", "torn-write"}
+    assert store.unsupported_reason("power-loss", "syscalls") is None
+    assert "system-call" in str(store.unsupported_reason("power-loss", "facts"))
+    assert store.unsupported_reason("corrupt-committed", "syscalls") is not None
     assert store_for("jsonl").unsupported == {}
+    assert store_for("jsonl").unsupported_reason("power-loss", "facts") is None

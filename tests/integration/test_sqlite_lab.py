@@ -67,7 +67,12 @@ def test_the_reference_runtime_passes_the_same_cases_on_sqlite(
     assert Path(result.artifacts.get("crashed", "x.sqlite")).suffix == ".sqlite"
 
 
-def test_explore_all_faults_on_sqlite_passes_and_lists_the_unsupported(tmp_path: Path) -> None:
+def test_explore_all_faults_on_sqlite_passes_and_lists_the_unsupported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without the system-call trace SQLite power-loss and torn-write have no
+    # states (their bytes are rebuilt from the traced writes): unsupported.
+    monkeypatch.setenv("FAULTLAB_GROUND_TRUTH", "facts")
     scenario = str(ROOT / "tests" / "scenarios" / "tiny.toml")
     run = CliRunner().invoke(main, [
         "explore", scenario, "--backend", "sqlite", "--faults", "all", "--jobs", "2",
@@ -85,8 +90,8 @@ def test_explore_all_faults_on_sqlite_passes_and_lists_the_unsupported(tmp_path:
     assert {u["fault"] for u in summary["unsupported"]} == unsupported
     reasons = {u["fault"]: u["reason"] for u in summary["unsupported"]}
     assert (
-        "write/fsync trace" in reasons["power-loss"]
-        and "write/fsync trace" in reasons["torn-write"]
+        "no system-call trace" in reasons["power-loss"]
+        and "no system-call trace" in reasons["torn-write"]
     )
     assert "committed row" in reasons["corrupt-committed"]
     text = (report / "report.md").read_text()
@@ -103,7 +108,10 @@ def test_explore_all_faults_on_sqlite_passes_and_lists_the_unsupported(tmp_path:
     assert replayed["sameAsRecorded"] and replayed["artifacts"]["crashed"].endswith(".sqlite")
 
 
-def test_a_run_whose_every_fault_is_unsupported_does_not_pass(tmp_path: Path) -> None:
+def test_a_run_whose_every_fault_is_unsupported_does_not_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAULTLAB_GROUND_TRUTH", "facts")
     scenario = str(ROOT / "tests" / "scenarios" / "tiny.toml")
     run = CliRunner().invoke(main, [
         "explore", scenario, "--backend", "sqlite", "--faults", "power-loss,torn-write",
@@ -113,7 +121,10 @@ def test_a_run_whose_every_fault_is_unsupported_does_not_pass(tmp_path: Path) ->
     assert "UNSUPPORTED power-loss" in run.stderr
 
 
-def test_one_unsupported_case_is_a_usage_error(tmp_path: Path) -> None:
+def test_one_unsupported_case_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAULTLAB_GROUND_TRUTH", "facts")
     with pytest.raises(LabUsageError, match="'power-loss' is not supported on backend sqlite"):
         lab.run_single(str(TINY_SQLITE), "flush/written#1", fault="power-loss", workdir=tmp_path)
 

@@ -81,3 +81,14 @@ def test_synchronous_off_is_caught_by_power_loss_not_by_sigkill(tmp_path: Path) 
         scenario, "flush/written#4", target=OFF, backend="sqlite", workdir=tmp_path / "kill"
     )
     assert killed.passed, killed.violations
+
+
+@pytest.mark.parametrize("fault", ["torn-write", "sigkill"])
+def test_sqlite_cases_are_deterministic(tmp_path: Path, fault: str) -> None:
+    # A database stores its times as binary REALs: two faithful runs are
+    # compared by the reader's normalised JSONL rendering, not by raw bytes.
+    result = lab.run_single(
+        str(SCENARIOS / "chat.toml"), "flush/written#2", fault=fault, backend="sqlite",
+        workdir=tmp_path, check_determinism=True,
+    )  # fmt: skip
+    assert result.passed, result.violations

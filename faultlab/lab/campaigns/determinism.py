@@ -19,6 +19,7 @@ from faultlab.lab.campaigns.explore import run_one
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions, Reference, normalized, run_reference
+from faultlab.lab.read.sqlite import render_jsonl
 
 __all__ = ["NONDETERMINISTIC", "check_determinism", "normalise_lines"]
 
@@ -27,7 +28,12 @@ NONDETERMINISTIC = "NONDETERMINISTIC"
 # byte counts are dropped by `normalized` in process/reference.py; ids are
 # derived from the script, the session id is fixed by the lab.)
 _TIMES = frozenset({"time", "createdAt"})
-_SKIPPED_SUFFIXES = (".stderr", ".lock", ".tmp")
+# A SQLite database holds its times as binary REALs (the event rows' and the
+# header's): its bytes differ between two faithful runs.  Each SQLite
+# artifact has a `.dump.jsonl` beside it, compared normalised instead.
+_SKIPPED_SUFFIXES = (
+    ".stderr", ".lock", ".tmp", ".sqlite", ".sqlite-wal", ".sqlite-shm", ".sqlite-journal",
+)
 # A torn line is not JSON and ends wherever the tear fell; where that is (the
 # middle of a line) moves with the width of the times before it, and so do
 # the byte offsets in a torn state's label and in the `.cut-<offset>` name of
@@ -75,8 +81,10 @@ def _snapshot(directory: Path | None) -> dict[str, list[bytes]]:
 def _reference_files(reference: Reference) -> dict[str, list[bytes]]:
     trace = b"\n".join(orjson.dumps(m) for m in reference.trace)
     ledger = b"\n".join(orjson.dumps(r) for r in reference.ledger)
+    # A SQLite log is compared as the lab reader's JSONL rendering of it.
+    log = render_jsonl(reference.log) if reference.backend == "sqlite" else reference.log_bytes
     return {
-        "reference log": normalise_lines(reference.log_bytes),
+        "reference log": normalise_lines(log),
         "reference trace": normalise_lines(trace),
         "reference ledger": normalise_lines(ledger),
     }

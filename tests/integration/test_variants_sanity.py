@@ -76,6 +76,7 @@ COMPLETES = {
 COMPLETES_SQLITE = {
     "sqlite_no_writer_lock": "payment.toml",
     "sqlite_commit_on_close": "chat.toml",
+    "sqlite_synchronous_off": "chat.toml",
 }
 _runs = itertools.count()
 

@@ -51,6 +51,21 @@ class _Progress:
             say(line)
 
 
+class _PlanProgress:
+    """Double-sigkill planning, one probe (a fault-free recovery) per first
+    kill point: a line redrawn on a terminal, every tenth and the last elsewhere."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, scenario: str, probed: int, total: int) -> None:
+        line = f"planning double-sigkill: {scenario}: {probed}/{total} first kill point(s) probed"
+        if self.tty:
+            click.echo(f"\r\x1b[K{line}", err=True, nl=probed == total)
+        elif probed == total or probed % max(1, total // 10) == 0:
+            say(line)
+
+
 def _print_summary(result: ExploreResult, report: Path | None) -> None:
     per: dict[str, Counter[str]] = {}
     for r in result.results:
@@ -168,6 +183,7 @@ def explore(
             backend=backend,
             drive=drive,
             max_double=max_double_cases,
+            plan_progress=_PlanProgress(),
         )
         report = None
         if not no_report:

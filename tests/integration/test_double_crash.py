@@ -100,3 +100,30 @@ def test_a_negative_bound_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(lab.LabUsageError, match="max double cases"):
         lab.explore_paths([SCENARIOS / "chat.toml"], workdir=tmp_path,
                           faults=(DOUBLE_FAULT,), max_double=-1)  # fmt: skip
+
+
+def test_planning_reports_its_progress(tmp_path: Path) -> None:
+    path = str(SCENARIOS / "chat.toml")
+    options = LabOptions(lab.make_target(), tmp_path)
+    reference = run_reference(path, load_scenario(path), options)
+    told: list[tuple[str, int, int]] = []
+    plan_double_cases(reference, options, max_cases=5, jobs=2,
+                      progress=lambda *step: told.append(step))  # fmt: skip
+    assert told == [("chat.toml", n, 5) for n in range(1, 6)]
+
+
+def test_explore_prints_a_planning_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from faultlab.cli import main
+
+    result = CliRunner().invoke(main, [
+        "explore", str(SCENARIOS / "chat.toml"), "--faults", DOUBLE_FAULT,
+        "--max-double-cases", "3", "--no-report",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    # Not a terminal: every tenth count and the last (with 3 K1s: each one).
+    lines = [line for line in result.stderr.splitlines()
+             if line.startswith("planning double-sigkill: ")]  # fmt: skip
+    assert lines == [f"planning double-sigkill: chat.toml: {n}/3 first kill point(s) probed"
+                     for n in (1, 2, 3)]  # fmt: skip

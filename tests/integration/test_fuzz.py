@@ -143,3 +143,23 @@ def test_the_reference_runtime_is_deterministic(tmp_path: Path) -> None:
     code, summary, _stderr = fuzz("--examples", "5", "--seed", "11", "--check-determinism",
                                   "--report-dir", str(tmp_path))  # fmt: skip
     assert code == 0, summary["findings"]
+
+
+def test_the_selftest_fuzz_stage_catches_nested_repair(tmp_path: Path) -> None:
+    # repair_ignores_nested only shows when a nested call is durable and
+    # unanswered at a kill point: the fuzz shapes' nested group under the
+    # default policy.  This is the campaign the selftest's fuzz stage runs.
+    from faultlab.lab.campaigns.selftest import fuzz_campaign as stage
+    from faultlab.lab.campaigns.selftest import judge_variant
+    from faultlab.lab.campaigns.zoo import default_zoo_path, load_zoo
+
+    (variant,) = [v for v in load_zoo(default_zoo_path()).variants
+                  if v.name == "repair_ignores_nested"]  # fmt: skip
+    campaign = stage()
+    assert campaign is not None and variant.fuzz_examples is not None
+    results = campaign(target=[sys.executable, str(variant.script)],
+                       examples=variant.fuzz_examples, timeout=variant.timeout,
+                       workdir=tmp_path, jobs=2, policies=("semantic",))  # fmt: skip
+    row = judge_variant(variant.name, variant.expect, results, stage="fuzz")
+    assert row.status == "detected", row
+    assert row.codes.get("REPAIR_MISCLASSIFIED"), row.codes

@@ -30,7 +30,12 @@ from faultlab.lab.campaigns.targets import (
     parse_faults,
 )
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE, DOUBLE_FAULT, parse_pair
+from faultlab.lab.faults.double import (
+    DEFAULT_MAX_DOUBLE,
+    DOUBLE_FAULT,
+    PlanProgress,
+    parse_pair,
+)
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
 from faultlab.lab.process.scratch import scratch_root
@@ -162,6 +167,7 @@ def explore_paths(
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
     spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
     drive: str = "classic", max_double: int = DEFAULT_MAX_DOUBLE,
+    plan_progress: PlanProgress | None = None,
 ) -> ExploreResult:  # fmt: skip
     """Every case of every scenario in `paths`, for each of `faults`."""
     return explore_scenarios(
@@ -178,6 +184,7 @@ def explore_paths(
         backend=backend,
         drive=drive,
         max_double=max_double,
+        plan_progress=plan_progress,
     )
 
 
@@ -187,9 +194,11 @@ def explore_scenarios(
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
     spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
     drive: str = "classic", max_double: int = DEFAULT_MAX_DOUBLE,
+    plan_progress: PlanProgress | None = None,
 ) -> ExploreResult:  # fmt: skip
     """`explore_paths` for scenarios already loaded with `load_scenarios`.  `backend`
-    overrides every scenario's persistence backend (None: each scenario's own)."""
+    overrides every scenario's persistence backend (None: each scenario's own);
+    `plan_progress` is told how double-sigkill planning goes."""
     check_drive_name(drive)
     if drive == "acp":
         from faultlab.lab.campaigns.acpexplore import acp_options, explore_acp
@@ -210,4 +219,4 @@ def explore_scenarios(
     if max_double < 0:
         raise LabUsageError(f"max double cases must be >= 0 (0: all), not {max_double}")
     return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress, faults=faults,
-                   max_double=max_double)  # fmt: skip
+                   max_double=max_double, plan_progress=plan_progress)  # fmt: skip

@@ -16,6 +16,7 @@ from faultlab.lab.faults.corruption import CORRUPT_FAULT, plan_corrupt_cases, ru
 from faultlab.lab.faults.double import (
     DEFAULT_MAX_DOUBLE,
     DOUBLE_FAULT,
+    PlanProgress,
     plan_double_cases,
     run_double_case,
 )
@@ -162,6 +163,7 @@ OFFLINE_FAULTS = ("power-loss", "torn-write")
 def plan_cases(
     reference: Reference, faults: Sequence[str] = ("sigkill",), *,
     options: LabOptions | None = None, max_double: int = DEFAULT_MAX_DOUBLE, jobs: int = 1,
+    plan_progress: PlanProgress | None = None,
 ) -> list[Case]:  # fmt: skip
     """The coverage check, then for each fault (in FAULTS order) its cases in
     trace order: SIGKILL at every occurrence, the others where they apply.
@@ -187,7 +189,8 @@ def plan_cases(
         if options is None:
             raise LabUsageError(f"{DOUBLE_FAULT} cases are planned by running the target: "
                                 "plan_cases needs its options")  # fmt: skip
-        cases += plan_double_cases(reference, options, max_cases=max_double, jobs=jobs)
+        cases += plan_double_cases(reference, options, max_cases=max_double, jobs=jobs,
+                                   progress=plan_progress)  # fmt: skip
     return cases
 
 
@@ -318,15 +321,18 @@ def explore(
     only: str | None = None,
     progress: Progress | None = None,
     max_double: int = DEFAULT_MAX_DOUBLE,
+    plan_progress: PlanProgress | None = None,
 ) -> ExploreResult:
     """Run every case of `scenarios` (or of shard `shard`); `only` keeps one
-    occurrence; `max_double` bounds each scenario's double-sigkill cases."""
+    occurrence; `max_double` bounds each scenario's double-sigkill cases
+    (`plan_progress` is told how their planning goes)."""
     if jobs < 1:
         raise LabUsageError("jobs must be at least 1")
     options = options.for_jobs(jobs)
 
     def plan(reference: Reference) -> list[Case]:
-        cases = plan_cases(reference, faults, options=options, max_double=max_double, jobs=jobs)
+        cases = plan_cases(reference, faults, options=options, max_double=max_double, jobs=jobs,
+                           plan_progress=plan_progress)  # fmt: skip
         if only is None:
             return cases
         name, n = parse_occurrence(only)

@@ -1,7 +1,8 @@
 # `faultlab selftest`: prove the oracle.  Every variant of the zoo registry
 # (faultlab/lab/campaigns/zoo.py) is explored with its faults on its scenarios
 # and must be caught with each code it expects; the reference runtime must pass
-# every bundled scenario under every fault (zero false alarms).  Owns the
+# every bundled scenario under every fault (zero false alarms; the full run
+# adds double-sigkill, see `reference_faults`).  Owns the
 # stages and the verdict of each row (detected, missed, wrong-code; clean,
 # false-alarm); the table and the report are faultlab/lab/report/selftest.py.
 # `--quick` runs only each variant's
@@ -33,6 +34,7 @@ from faultlab.lab.campaigns import api
 from faultlab.lab.campaigns.explore import fault_tally
 from faultlab.lab.campaigns.zoo import QuickCase, Zoo, ZooVariant
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE, DOUBLE_FAULT
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import FULL_POLICIES, POLICY_GAPS
 from faultlab.lab.process.spawn import kill_all
@@ -45,6 +47,7 @@ __all__ = [
     "fuzz_campaign",
     "judge_reference",
     "judge_variant",
+    "reference_faults",
     "run_selftest",
 ]
 
@@ -341,6 +344,14 @@ def run_selftest(
     return SelftestResult(tuple(rows), quick, time.monotonic() - started, str(zoo.path))
 
 
+def reference_faults(drive: str) -> tuple[str, ...]:
+    """The faults the full false-alarm stage runs the reference runtime under:
+    `all`, and double-sigkill where the drive has it (the classic one)."""
+    if drive == "classic":
+        return api.parse_faults(f"all,{DOUBLE_FAULT}", drive=drive)
+    return api.parse_faults("all", drive=drive)
+
+
 def _configurations(chosen: Sequence[ZooVariant]) -> list[tuple[str | None, str]]:
     """(backend, drive) pairs the reference runtime is checked under: the default
     one, and each one a chosen variant runs with (a false alarm on SQLite or over
@@ -367,14 +378,16 @@ def _reference_row(
         tagged = [("semantic", result) for result in results]
     else:
         # Every bundled scenario under every fault and every policy, in every
-        # configuration.
+        # configuration; on the classic drive also the opt-in double-sigkill
+        # (crashes during recovery), bounded by the default max double cases.
         number = 0
         for backend, drive in _configurations(chosen):
             for policy in POLICIES:
                 explored = api.explore_paths(
                     [api.bundled_scenarios()], jobs=jobs, timeout=timeout,
                     workdir=workdir / str(number), spawn=spawn, policy=policy,
-                    faults=api.parse_faults("all", drive=drive), backend=backend, drive=drive,
+                    faults=reference_faults(drive), backend=backend, drive=drive,
+                    max_double=DEFAULT_MAX_DOUBLE,
                 )  # fmt: skip
                 number += 1
                 tagged += [(policy, r) for r in explored.results]

@@ -7,6 +7,15 @@
 #   order of a parallel group does not depend on the machine's load) and make
 #   no nested calls; other tools sleep 0-2 ms; the pool is large enough that
 #   no call of a group with a sleeper waits for a slot;
+# - one exception, the *nested group* (`_NESTED`, at most one per scenario):
+#   a parallel group [outer, tick, tock] with a pool of exactly 2, where
+#   `outer` (0 ms) calls `inner` (300 ms, not parallel-safe) and `tick`
+#   sleeps 30 ms; `tock` waits for tick's slot, so its checkpoint (at ~30 ms)
+#   flushes the nested tool/call while inner still sleeps: the nested call is
+#   durable and unanswered at a kill point under `semantic`.  Only two timers
+#   run (30 ms, 300 ms: far apart), so the order holds on a loaded machine;
+#   in such a scenario the random parallel-safe tools sleep 0 ms (the pool of
+#   2 must not queue a sleeper) and random steps never call the group's tools;
 # - nested calls only go to tools defined earlier (no cycles);
 # - observer tools (read-only, `observes`) verify a non-idempotent tool;
 # - a careful model branches after repair: it verifies an unknown outcome of a
@@ -44,6 +53,10 @@ _WORDS = (
 )  # fmt: skip
 _ARG_KEYS = ("id", "amount", "to", "mode")
 _PARALLEL_LATENCIES = (0, 30)
+# The nested group's tools (see the top comment); names no random tool takes.
+_NESTED = ("outer", "tick", "tock")
+_INNER = "inner"
+_INNER_LATENCY_MS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +103,14 @@ def _kind(spec: ToolSpec) -> str:
 
 
 @st.composite
-def _tools(draw: st.DrawFn, limits: Limits) -> tuple[ToolSpec, ...]:
+def _tools(draw: st.DrawFn, limits: Limits, nested_group: bool) -> tuple[ToolSpec, ...]:
     tools: list[ToolSpec] = []
+    parallel_latencies = (0,) if nested_group else _PARALLEL_LATENCIES
     for index in range(draw(st.integers(0, limits.max_tools))):
         read_only = draw(st.booleans())
         parallel_safe = draw(st.booleans())
         effect: Effect = "none" if read_only else draw(st.sampled_from(("ledger", "none")))
-        latency = draw(st.sampled_from(_PARALLEL_LATENCIES) if parallel_safe else st.integers(0, 2))
+        latency = draw(st.sampled_from(parallel_latencies) if parallel_safe else st.integers(0, 2))
         calls: list[ToolCallSpec] = []
         if tools and not parallel_safe:
             calls = draw(st.lists(
@@ -117,7 +131,26 @@ def _tools(draw: st.DrawFn, limits: Limits) -> tuple[ToolSpec, ...]:
                 observes=spec.name,
             )  # fmt: skip
             tools.append(observer)
+    if nested_group:
+        tools += _nested_group_tools(draw(_texts))
     return tuple(tools)
+
+
+def _nested_group_tools(result: str) -> list[ToolSpec]:
+    """The nested group's tools, all read-only: a careful model may retry them
+    after repair without duplicating an effect."""
+    inner = ToolSpec(name=_INNER, read_only=True, latency_ms=_INNER_LATENCY_MS, result=result)
+    outer, tick, tock = (
+        ToolSpec(name=name, read_only=True, parallel_safe=True, latency_ms=latency, result="ok",
+                 calls=(NestedCall(_INNER, {}),) if name == "outer" else ())
+        for name, latency in zip(_NESTED, (0, 30, 0), strict=True)
+    )  # fmt: skip
+    return [inner, outer, tick, tock]
+
+
+def _nested_group_step() -> Step:
+    return Step(chunks=chunk_text("Looking it up."),
+                tool_calls=tuple(ToolCallSpec(name) for name in _NESTED))  # fmt: skip
 
 
 def _named(spec: ToolSpec, name: str, **changes: Any) -> ToolSpec:
@@ -126,7 +159,9 @@ def _named(spec: ToolSpec, name: str, **changes: Any) -> ToolSpec:
 
 @st.composite
 def _tool_step(draw: st.DrawFn, tools: Sequence[ToolSpec], limits: Limits) -> Step:
-    callable_tools = [t.name for t in tools if t.observes is None]
+    callable_tools = [
+        t.name for t in tools if t.observes is None and t.name not in (_INNER, *_NESTED)
+    ]
     calls = draw(st.lists(
         st.builds(ToolCallSpec, st.sampled_from(callable_tools), _arguments),
         min_size=1, max_size=limits.max_calls,
@@ -163,12 +198,19 @@ def _verifies(branch: Branch, tools: dict[str, ToolSpec]) -> bool:
 
 
 @st.composite
-def _turn(draw: st.DrawFn, tools: tuple[ToolSpec, ...], careful: bool, limits: Limits) -> Turn:
+def _turn(
+    draw: st.DrawFn, tools: tuple[ToolSpec, ...], careful: bool, limits: Limits, nested: bool
+) -> Turn:
+    """A turn; with `nested`, the nested group's step comes at a drawn place
+    among its tool steps (it takes one of the turn's `max_steps`)."""
     user = draw(_texts)
     steps: list[Step] = []
-    if any(t.observes is None for t in tools):
-        count = draw(st.integers(0, limits.max_steps - 1))
+    random_tools = any(t.observes is None and t.name not in (_INNER, *_NESTED) for t in tools)
+    if random_tools:
+        count = draw(st.integers(0, limits.max_steps - 1 - nested))
         steps = [draw(_tool_step(tools, limits)) for _ in range(count)]
+    if nested:
+        steps.insert(draw(st.integers(0, len(steps))), _nested_group_step())
     steps.append(Step(chunks=draw(_chunks())))
     if careful:
         by_name = {t.name: t for t in tools}
@@ -187,11 +229,18 @@ def _turn(draw: st.DrawFn, tools: tuple[ToolSpec, ...], careful: bool, limits: L
 
 @st.composite
 def _scenario(draw: st.DrawFn, limits: Limits) -> Scenario:
-    tools = draw(_tools(limits))
+    # The nested group needs three calls in one step and a tool step besides
+    # the turn's closing text; drawn in about half of the scenarios.
+    allowed = limits.max_calls >= len(_NESTED) and limits.max_steps >= 2
+    nested_group = allowed and draw(st.booleans())
+    tools = draw(_tools(limits, nested_group))
     careful = draw(st.booleans()) if limits.careful is None else limits.careful
-    turns = tuple(
-        draw(_turn(tools, careful, limits)) for _ in range(draw(st.integers(1, limits.max_turns)))
-    )
+    count = draw(st.integers(1, limits.max_turns))
+    nested_turn = draw(st.integers(0, count - 1)) if nested_group else -1
+    turns = tuple(draw(_turn(tools, careful, limits, i == nested_turn)) for i in range(count))
+    # A pool of exactly 2 makes tock wait for tick's slot; no other group has
+    # a sleeper then, so no other call's order depends on the pool.
+    pool = 2 if nested_group else max(draw(st.integers(1, 4)), _unqueued(turns, tools))
     return Scenario(
         name=limits.name,
         description=("careful" if careful else "careless") + " model, generated by faultlab",
@@ -199,7 +248,7 @@ def _scenario(draw: st.DrawFn, limits: Limits) -> Scenario:
         turns=turns,
         tools=tools,
         policy=cast(Policy, draw(st.sampled_from(limits.policies))),
-        max_parallel_tools=max(draw(st.integers(1, 4)), _unqueued(turns, tools)),
+        max_parallel_tools=pool,
     )
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import random
 import shutil
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ __all__ = [
     "DOUBLE_FAULT",
     "DOUBLE_SEED",
     "NO_RESUME_POINT",
+    "PlanProgress",
     "parse_pair",
     "plan_double_cases",
     "resume_occurrences",
@@ -58,6 +60,9 @@ DOUBLE_SEED = 19
 # The K2 of a case whose probe (the fault-free recovery after K1) failed: the
 # case re-runs the probe and reports why, instead of silently planning none.
 NO_RESUME_POINT = "none"
+# Told (scenario file name, K1s probed so far, K1s to probe) after each probe:
+# planning runs one recovery per K1, long enough to need a progress line.
+PlanProgress = Callable[[str, int, int], None]
 
 
 def parse_pair(occurrence: str) -> tuple[str, str]:
@@ -122,12 +127,13 @@ def resume_occurrences(
 
 def plan_double_cases(
     reference: Reference, options: LabOptions, *, max_cases: int = DEFAULT_MAX_DOUBLE,
-    seed: int = DOUBLE_SEED, jobs: int = 1,
+    seed: int = DOUBLE_SEED, jobs: int = 1, progress: PlanProgress | None = None,
 ) -> list[Case]:  # fmt: skip
     """The `double-sigkill` cases of a scenario, K1 in trace order then K2 in
     the resume's order.  With `max_cases` > 0, at most that many K1s are
     probed and that many pairs kept, each sampled with `seed` (stable: the
-    same scenario and options give the same cases)."""
+    same scenario and options give the same cases).  `progress` is told
+    after each probe (from the probing threads, one at a time)."""
     if max_cases < 0:
         raise LabUsageError(f"max double cases must be >= 0 (0: all), not {max_cases}")
     firsts = list(reference.occurrences)
@@ -137,9 +143,18 @@ def plan_double_cases(
         firsts = [o for i, o in enumerate(firsts) if i in keep]
     base = options.workdir / "double-plan" / slug(Path(reference.scenario_path).name)
 
+    name = Path(reference.scenario_path).name
+    lock = threading.Lock()
+    probed = 0
+
     def probe(item: tuple[int, str]) -> _Probe:
+        nonlocal probed
         index, first = item
         reached, failure = resume_occurrences(reference, options, first, where=base / str(index))
+        if progress is not None:
+            with lock:
+                probed += 1
+                progress(name, probed, len(firsts))
         return _Probe(first, reached, failure)
 
     with ThreadPoolExecutor(max(1, jobs), thread_name_prefix="faultlab-double-plan") as pool:

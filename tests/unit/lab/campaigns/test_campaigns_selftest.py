@@ -120,3 +120,34 @@ def test_the_fuzz_stage_is_faultlab_fuzz() -> None:
     from faultlab.lab.campaigns.fuzz import selftest_campaign
 
     assert fuzz_campaign() is selftest_campaign
+
+
+def test_the_full_false_alarm_stage_runs_double_sigkill_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The exploration itself is replaced (the real one is every bundled
+    # scenario under every policy, minutes of processes): this checks what
+    # the stage asks for and that a double-sigkill failure is a false alarm.
+    from types import SimpleNamespace
+
+    from faultlab.lab.campaigns import selftest
+    from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE
+
+    asked: list[dict[str, object]] = []
+    double = CaseResult(Case("/s/p.toml", "tool/effect#1+request/durable#2", "double-sigkill"),
+                        "fail", (Violation("LOST_COMMITTED", "lost"),))  # fmt: skip
+
+    def explore_paths(paths: object, **options: object) -> object:
+        asked.append(options)
+        return SimpleNamespace(results=[result("a#1"), double])
+
+    monkeypatch.setattr(selftest.api, "explore_paths", explore_paths)
+    row = selftest._reference_row((), quick=False, jobs=1, workdir=tmp_path, spawn="fork",
+                                  timeout=5.0)  # fmt: skip
+    assert [o["policy"] for o in asked] == ["semantic", "turn-only", "every-event"]
+    for options in asked:
+        assert options["faults"] == (*selftest.api.parse_faults("all"), "double-sigkill")
+        assert options["max_double"] == DEFAULT_MAX_DOUBLE == 24
+    assert (row.status, row.first_case) == ("false-alarm", double.case.id)
+    assert row.ran["double-sigkill"] == {"ran": 3, "unsupported": 0}  # one per policy
+    assert selftest.reference_faults("acp") == selftest.api.parse_faults("all", drive="acp")

@@ -16,6 +16,7 @@ from hypothesis.errors import InvalidArgument
 from faultlab import strategies as fs
 from faultlab.probe import FAULTS
 from faultlab.scenario import (
+    NestedCall,
     Scenario,
     Step,
     ToolCallSpec,
@@ -43,6 +44,14 @@ def test_bundled_scenarios_round_trip(path: Path) -> None:
     assert parse_scenario(dump_scenario(scenario), path=str(path)) == scenario
 
 
+NESTED_GROUP = ("outer", "tick", "tock")
+
+
+def _nested_group(s: Scenario) -> bool:
+    return any(tuple(c.tool for c in step.tool_calls) == NESTED_GROUP
+               for turn in s.turns for step in turn.steps)  # fmt: skip
+
+
 SHAPES: dict[str, Callable[[Scenario], bool]] = {
     "read-only tool": lambda s: any(t.read_only for t in s.tools),
     "idempotent ledger tool": lambda s: any(t.idempotent and t.effect == "ledger" for t in s.tools),
@@ -63,6 +72,7 @@ SHAPES: dict[str, Callable[[Scenario], bool]] = {
         for turn in s.turns for step in turn.steps for b in step.branches
     ),
     "several turns": lambda s: len(s.turns) >= 2,
+    "nested group": _nested_group,
     "chunked text": lambda s: any(len(step.chunks) >= 3 for t in s.turns for step in t.steps),
 }  # fmt: skip
 
@@ -89,10 +99,28 @@ def test_parallel_groups_are_repeatable() -> None:
     @settings(max_examples=100, database=None, suppress_health_check=list(HealthCheck))
     @given(fs.scenarios(max_tools=5))
     def check(scenario: Scenario) -> None:
+        nested = _nested_group(scenario)
+        names = {t.name for t in scenario.tools}
+        assert nested == ({"inner", *NESTED_GROUP} <= names)
         for tool in scenario.tools:
-            if tool.parallel_safe:
-                assert tool.latency_ms in (0, 30) and not tool.calls
+            if tool.parallel_safe and tool.name not in NESTED_GROUP:
+                # With the nested group's pool of 2, no other call may sleep.
+                assert tool.latency_ms in ((0,) if nested else (0, 30)) and not tool.calls
+        if nested:
+            # The one sleeper pair of the scenario: 30 ms tick, 300 ms nested inner.
+            assert scenario.max_parallel_tools == 2
+            assert [(t.latency_ms, t.parallel_safe, t.calls) for t in scenario.tools
+                    if t.name in ("inner", *NESTED_GROUP)] == [
+                (300, False, ()), (0, True, (NestedCall("inner", {}),)), (30, True, ()),
+                (0, True, ()),
+            ]  # fmt: skip
         for step in (step for turn in scenario.turns for step in turn.steps):
+            calls = tuple(c.tool for c in step.tool_calls)
+            if calls == NESTED_GROUP:
+                continue  # tock waits for tick's slot on purpose (checked above)
+            # The group's tools run in that step only (a branch retries one alone).
+            assert not set(calls) & {"inner", *NESTED_GROUP}
+            assert all(len(b.tool_calls) <= 1 for b in step.branches)
             group: list[int] = []  # latencies of a run of parallel-safe calls
             for call in (*step.tool_calls, None):
                 tool = scenario.tool(call.tool) if call is not None else None

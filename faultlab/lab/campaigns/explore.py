@@ -171,7 +171,7 @@ def plan_cases(
     `jobs` at a time; see faultlab/lab/faults/double.py)."""
     cases = [Case(reference.scenario_path, COVERAGE, "reference")]
     store = store_for(reference.backend)
-    for fault in sorted(set(faults) - {DOUBLE_FAULT}, key=FAULTS.index):
+    for fault in _planned_from_reference(faults):
         # A fault the backend cannot run: one case per scenario says so, with the reason.
         if store.unsupported_reason(fault, reference.ground_truth) is not None:
             cases.append(Case(reference.scenario_path, "flush/written#1", fault))
@@ -192,6 +192,12 @@ def plan_cases(
         cases += plan_double_cases(reference, options, max_cases=max_double, jobs=jobs,
                                    progress=plan_progress)  # fmt: skip
     return cases
+
+
+def _planned_from_reference(faults: Sequence[str]) -> list[str]:
+    """The faults of `faults` whose cases the reference run alone plans, in
+    FAULTS order (double-sigkill is planned by running the recovery)."""
+    return sorted(set(faults) - {DOUBLE_FAULT}, key=FAULTS.index)
 
 
 def reference_failed(case: Case, reference: Reference) -> CaseResult:
@@ -247,7 +253,7 @@ def plan_gaps(reference: Reference, faults: Sequence[str]) -> list[Violation]:
         )]  # fmt: skip
     # double-sigkill is planned by running the recovery, which reports a
     # kill point it could not plan as a case of its own (faults/double.py).
-    single = sorted(set(faults) - {DOUBLE_FAULT}, key=FAULTS.index)
+    single = _planned_from_reference(faults)
     planned = plan_cases(reference, single)
     found = []
     with_cases = {c.fault for c in planned}

@@ -112,7 +112,7 @@ def test_cli_acp_exploration_replay_and_usage_errors(tmp_path: Path) -> None:
     assert refused.exit_code == 2
     assert refused.stderr.strip().splitlines() == [
         "faultlab: error: fault 'power-loss' is not supported with --drive acp "
-        "(supported: sigkill, sigterm, acp-cancel)"
+        "(supported: sigkill, sigterm, acp-cancel, double-sigkill)"
     ]
 
 

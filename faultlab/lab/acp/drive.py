@@ -16,7 +16,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from acp import text_block
 from faultlab.lab.acp.child import AcpChild, Parked
 from faultlab.lab.acp.fork import shared_acp_server
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.double import DOUBLE_FAULT
 from faultlab.lab.faults.live import plan_fault_cases
 from faultlab.lab.oracle.acp import check_cancel, check_guidance, check_replay, updates_between
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
@@ -51,11 +52,20 @@ from faultlab.scenario import Scenario
 __all__ = [
     "ACP_FAULTS",
     "AcpOptions",
+    "Outcome",
+    "Recovered",
     "acp_target",
+    "meta_next",
+    "open_connection",
     "parse_acp_faults",
     "plan_acp_cases",
+    "prompt_to_end",
+    "recover_session",
     "run_acp_case",
     "run_acp_reference",
+    "run_driven",
+    "session_files",
+    "start_armed",
 ]
 
 # The faults an ACP drive injects: SIGKILL, SIGTERM (graceful stop) and the
@@ -115,20 +125,26 @@ def acp_target(command: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def parse_acp_faults(faults: Sequence[str]) -> tuple[str, ...]:
-    for fault in faults:
-        if fault not in ACP_FAULTS:
+    """The ACP faults among `faults` in ACP_FAULTS order (`all` is ACP_FAULTS;
+    double-sigkill, planned by running recoveries, comes last when named)."""
+    names = [n for name in faults for n in (ACP_FAULTS if name == "all" else (name,))]
+    for fault in names:
+        if fault not in (*ACP_FAULTS, DOUBLE_FAULT):
             raise LabUsageError(
                 f"fault {fault!r} is not supported with --drive acp "
-                f"(supported: {', '.join(ACP_FAULTS)})"
+                f"(supported: {', '.join(ACP_FAULTS)}, {DOUBLE_FAULT})"
             )
-    return tuple(f for f in ACP_FAULTS if f in faults)
+    return tuple(f for f in (*ACP_FAULTS, DOUBLE_FAULT) if f in names)
 
 
 def plan_acp_cases(reference: Reference, faults: Sequence[str]) -> list[Case]:
     """SIGKILL at every occurrence; SIGTERM and session/cancel where a graceful
-    stop applies (top-level turn boundaries)."""
+    stop applies (top-level turn boundaries).  double-sigkill cases are
+    planned by running recoveries (faultlab/lab/acp/doublecrash.py)."""
     cases: list[Case] = []
     for fault in parse_acp_faults(faults):
+        if fault == DOUBLE_FAULT:
+            continue
         if fault == "sigkill":
             cases += [Case(reference.scenario_path, o, fault) for o in reference.occurrences]
         else:
@@ -142,7 +158,7 @@ def plan_acp_cases(reference: Reference, faults: Sequence[str]) -> list[Case]:
 # -- one session driven as a client ----------------------------------------
 
 
-def _meta_next(result: Any) -> str | None:
+def meta_next(result: Any) -> str | None:
     meta = (getattr(result, "field_meta", None) or {}).get("faultlab") or {}
     value = meta.get("nextPrompt")
     return value if isinstance(value, str) else None
@@ -154,7 +170,7 @@ async def _prompt(child: AcpChild, session_id: str, text: str, timeout: float) -
     )
 
 
-async def _prompts(
+async def prompt_to_end(
     child: AcpChild, session_id: str, first: str | None, timeout: float
 ) -> list[str]:
     """Send the script's prompts until it is done; return the stop reasons.
@@ -164,15 +180,15 @@ async def _prompts(
     while text is not None:
         response = await _prompt(child, session_id, text, timeout)
         reasons.append(response.stop_reason)
-        text = _meta_next(response)
+        text = meta_next(response)
     return reasons
 
 
-def _session_files(sessions: Path, session_id: str) -> tuple[Path, Path]:
+def session_files(sessions: Path, session_id: str) -> tuple[Path, Path]:
     return sessions / session_id / LOG_NAME, sessions / session_id / LEDGER_NAME
 
 
-async def _open(child: AcpChild, timeout: float) -> None:
+async def open_connection(child: AcpChild, timeout: float) -> None:
     """Initialize the started child's connection."""
     await child.call(child.conn.initialize(protocol_version=acp.PROTOCOL_VERSION), timeout)
 
@@ -190,10 +206,10 @@ async def _reference(scenario_path: str, scenario: Scenario, options: AcpOptions
     hung, session_id = False, ""
     async with child:
         try:
-            await _open(child, options.timeout)
+            await open_connection(child, options.timeout)
             new = await child.call(child.conn.new_session(cwd=str(where)), options.timeout)
             session_id = new.session_id
-            await _prompts(child, session_id, _meta_next(new), options.timeout)
+            await prompt_to_end(child, session_id, meta_next(new), options.timeout)
             status = await child.close(options.timeout)
         except (ChildHung, Parked, acp.RequestError, ConnectionError) as exc:
             hung = isinstance(exc, ChildHung | Parked)
@@ -201,7 +217,7 @@ async def _reference(scenario_path: str, scenario: Scenario, options: AcpOptions
             status = await child.wait(options.timeout)
             what = f"hung: {exc}" if hung else f"{type(exc).__name__}: {exc}"
             status = ChildExit(-9 if hung else status.returncode or 1, f"{what}\n{status.stderr}")
-    log_path, ledger_path = _session_files(sessions, session_id or "-")
+    log_path, ledger_path = session_files(sessions, session_id or "-")
     log_bytes = read_bytes(log_path)
     return Reference(
         scenario=owed_expectations(scenario, options.policy), scenario_path=scenario_path,
@@ -214,8 +230,31 @@ async def _reference(scenario_path: str, scenario: Scenario, options: AcpOptions
 # -- a case --------------------------------------------------------------------
 
 
+async def start_armed(
+    crash: AcpChild, reference: Reference, options: AcpOptions, where: Path
+) -> tuple[str, Violation | None]:
+    """Open a new session on the started, armed `crash` child and prompt it
+    until it parks at its boundary: the session id, and a DRIFT violation if
+    it ended first or parked off the reference run's path.  Its probe trace
+    is written to WHERE/trace.jsonl."""
+    await open_connection(crash, options.timeout)
+    new = await crash.call(crash.conn.new_session(cwd=str(where)), options.timeout)
+    with contextlib.suppress(Parked):
+        await prompt_to_end(crash, new.session_id, meta_next(new), options.timeout)
+    write_trace(where / "trace.jsonl", crash.trace)
+    if not crash.parked:
+        await crash.close(options.timeout)
+        message = f"the ACP session ended without reaching {crash.armed}"
+        return new.session_id, Violation("DRIFT", message)
+    drifted = drift(crash.trace, reference)
+    return new.session_id, None if drifted is None else Violation("DRIFT", drifted)
+
+
 @dataclass(frozen=True, slots=True)
-class _Recovered:
+class Recovered:
+    """What a recovery over ACP left: the log after its two loads, the log at
+    its end, how it exited, what its replays broke, and its probe trace."""
+
     repaired: LogView
     final: LogView
     status: ChildExit
@@ -223,11 +262,21 @@ class _Recovered:
     trace: tuple[dict[str, Any], ...]
 
 
+# A case's verdict, violations and artifacts (paths by name).
+Outcome = tuple[Verdict, list[Violation], dict[str, str]]
+
+
 def run_acp_case(case: Case, reference: Reference, options: AcpOptions) -> CaseResult:
+    return run_driven(case, _case(case, reference, options))
+
+
+def run_driven(case: Case, work: Coroutine[Any, Any, Outcome]) -> CaseResult:
+    """Run a case's client session on a fresh event loop; a hang or a session
+    that failed before its kill point is the case's verdict, not an error."""
     started = time.monotonic()
     verdict: Verdict
     try:
-        verdict, violations, artifacts = asyncio.run(_case(case, reference, options))
+        verdict, violations, artifacts = asyncio.run(work)
     except ChildHung as hung:
         verdict, violations, artifacts = "hung", [Violation("CHILD_HUNG", str(hung))], {}
     except (acp.RequestError, ConnectionError) as exc:
@@ -237,9 +286,7 @@ def run_acp_case(case: Case, reference: Reference, options: AcpOptions) -> CaseR
     return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
 
 
-async def _case(
-    case: Case, reference: Reference, options: AcpOptions
-) -> tuple[Verdict, list[Violation], dict[str, str]]:
+async def _case(case: Case, reference: Reference, options: AcpOptions) -> Outcome:
     where = options.workdir / "acp-cases" / slug(case.id)
     shutil.rmtree(where, ignore_errors=True)
     sessions = where / "sessions"
@@ -247,21 +294,11 @@ async def _case(
     extra: list[Violation] = []
     crash = options.child(case.scenario, sessions, where, "crash", armed=case.occurrence)
     async with crash:
-        await _open(crash, options.timeout)
-        new = await crash.call(crash.conn.new_session(cwd=str(where)), options.timeout)
-        session_id = new.session_id
-        log_path, ledger_path = _session_files(sessions, session_id)
-        with contextlib.suppress(Parked):
-            await _prompts(crash, session_id, _meta_next(new), options.timeout)
-        write_trace(where / "trace.jsonl", crash.trace)
+        session_id, drifted = await start_armed(crash, reference, options, where)
+        log_path, ledger_path = session_files(sessions, session_id)
         artifacts["trace"] = str(where / "trace.jsonl")
-        if not crash.parked:
-            await crash.close(options.timeout)
-            message = f"the ACP session ended without reaching {case.occurrence}"
-            return "drift", [Violation("DRIFT", message)], artifacts
-        drifted = drift(crash.trace, reference)
         if drifted is not None:
-            return "drift", [Violation("DRIFT", drifted)], artifacts
+            return "drift", [drifted], artifacts
         status: ChildExit | None = None
         if case.fault == "sigkill":
             crash.kill()
@@ -292,7 +329,7 @@ async def _case(
     crashed_bytes = read_bytes(log_path)
     (where / "crashed.jsonl").write_bytes(crashed_bytes)
     crashed = parse_log(crashed_bytes, str(log_path))
-    recovered = await _recover(case, options, sessions, where, session_id, crashed, log_path)
+    recovered = await recover_session(case, options, sessions, where, session_id, crashed, log_path)
     observation = Observation(
         scenario=reference.scenario, case=case, reference_log=reference.log,
         reference_ledger=reference.ledger, trace=tuple(crash.trace), crashed=crashed,
@@ -329,17 +366,17 @@ async def _settle(child: AcpChild, timeout: float) -> str | None:
         return str(response.stop_reason)
 
 
-async def _recover(
+async def recover_session(
     case: Case, options: AcpOptions, sessions: Path, where: Path, session_id: str,
     crashed: LogView, log_path: Path,
-) -> _Recovered:  # fmt: skip
+) -> Recovered:  # fmt: skip
     """Spawn the agent again, load the session twice (comparing each replay
     with the log) and prompt it to the end of the script."""
     found: list[Violation] = []
     child = options.child(case.scenario, sessions, where, "resume")
     async with child:
         try:
-            await _open(child, options.timeout)
+            await open_connection(child, options.timeout)
             replays: list[LogView] = []
             text: str | None = None
             for attempt in ("session/load", "a second session/load"):
@@ -350,7 +387,7 @@ async def _recover(
                 view = parse_log(read_bytes(log_path), str(log_path))
                 found += check_replay(updates_between(child.messages, before), view, label=attempt)
                 replays.append(view)
-                text = _meta_next(loaded)
+                text = meta_next(loaded)
             repaired_bytes = read_bytes(log_path)
             (where / "repaired.jsonl").write_bytes(repaired_bytes)
             if [e.seq for e in replays[1].events] != [e.seq for e in replays[0].events]:
@@ -359,7 +396,7 @@ async def _recover(
                     f"a second session/load changed the repaired log "
                     f"({len(replays[0].events)} -> {len(replays[1].events)} events)",
                 ))  # fmt: skip
-            await _prompts(child, session_id, text, options.timeout)
+            await prompt_to_end(child, session_id, text, options.timeout)
             status = await child.close(options.timeout)
         except (acp.RequestError, ConnectionError, Parked) as exc:
             child.kill()
@@ -370,6 +407,6 @@ async def _recover(
     final_bytes = read_bytes(log_path)
     (where / "final.jsonl").write_bytes(final_bytes)
     repaired = parse_log(repaired_bytes, str(log_path)) if crashed.exists else crashed
-    return _Recovered(
+    return Recovered(
         repaired, parse_log(final_bytes, str(log_path)), status, tuple(found), tuple(child.trace)
     )

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from faultlab.lab.acp.child import kill_all_acp
+from faultlab.lab.acp.doublecrash import plan_acp_double_cases, run_acp_double_case
 from faultlab.lab.acp.drive import (
     AcpOptions,
     acp_target,
@@ -26,6 +27,7 @@ from faultlab.lab.campaigns.explore import (
     run_exploration,
 )
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE, DOUBLE_FAULT, PlanProgress, parse_pair
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import Reference
 from faultlab.probe import parse_occurrence
@@ -52,22 +54,32 @@ def _run(case: Case, reference: Reference, options: AcpOptions) -> CaseResult:
         return coverage_result(case, reference)
     if reference.returncode != 0:
         return reference_failed(case, reference)
+    if case.fault == DOUBLE_FAULT:
+        return run_acp_double_case(case, reference, options)
     return run_acp_case(case, reference, options)
 
 
 def explore_acp(
     scenarios: Sequence[tuple[str, Scenario]], options: AcpOptions, *, jobs: int = 1,
     shard: Shard | None = None, faults: Sequence[str] = ("sigkill",),
-    progress: Progress | None = None,
+    progress: Progress | None = None, max_double: int = DEFAULT_MAX_DOUBLE,
+    plan_progress: PlanProgress | None = None,
 ) -> ExploreResult:  # fmt: skip
-    """Every ACP case of `scenarios` (or of shard `shard`)."""
+    """Every ACP case of `scenarios` (or of shard `shard`); double-sigkill
+    cases last, planned by running recoveries (`jobs` at a time)."""
     if jobs < 1:
         raise LabUsageError(f"jobs must be at least 1, not {jobs}")
     wanted = parse_acp_faults(faults)
 
     def plan(reference: Reference) -> list[Case]:
         coverage = Case(reference.scenario_path, COVERAGE, "reference")
-        return [coverage, *(plan_acp_cases(reference, wanted) if reference.returncode == 0 else [])]
+        if reference.returncode != 0:
+            return [coverage]
+        cases = [coverage, *plan_acp_cases(reference, wanted)]
+        if DOUBLE_FAULT in wanted:
+            cases += plan_acp_double_cases(reference, options, max_cases=max_double, jobs=jobs,
+                                           progress=plan_progress)  # fmt: skip
+        return cases
 
     return run_exploration(
         scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-acp",
@@ -85,6 +97,12 @@ def run_single_acp(
     reference = run_acp_reference(path, load_scenario(scenario), options)
     if occurrence == COVERAGE:
         return _run(Case(path, COVERAGE, "reference"), reference, options)
+    if fault == DOUBLE_FAULT:
+        case = Case(path, "+".join(parse_pair(occurrence)), fault)
+        first = case.occurrence.partition("+")[0]
+        if reference.returncode == 0 and first not in reference.occurrences:
+            raise LabUsageError(f"{Path(scenario).name}: the fault-free run never reaches {first}")
+        return _run(case, reference, options)
     name, n = parse_occurrence(occurrence)
     case = Case(path, f"{name}#{n}", fault)
     if reference.returncode == 0:

@@ -207,7 +207,10 @@ def explore_scenarios(
         acp = acp_options(
             workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
         )
-        return explore_acp(scenarios, acp, jobs=jobs, shard=shard, faults=faults, progress=progress)
+        return explore_acp(
+            scenarios, acp, jobs=jobs, shard=shard, faults=faults, progress=progress,
+            max_double=max_double, plan_progress=plan_progress,
+        )  # fmt: skip
     for fault in faults:
         check_fault(fault)
     if jobs < 1:

@@ -346,10 +346,8 @@ def run_selftest(
 
 def reference_faults(drive: str) -> tuple[str, ...]:
     """The faults the full false-alarm stage runs the reference runtime under:
-    `all`, and double-sigkill where the drive has it (the classic one)."""
-    if drive == "classic":
-        return api.parse_faults(f"all,{DOUBLE_FAULT}", drive=drive)
-    return api.parse_faults("all", drive=drive)
+    `all` and double-sigkill, on either drive."""
+    return api.parse_faults(f"all,{DOUBLE_FAULT}", drive=drive)
 
 
 def _configurations(chosen: Sequence[ZooVariant]) -> list[tuple[str | None, str]]:
@@ -378,8 +376,8 @@ def _reference_row(
         tagged = [("semantic", result) for result in results]
     else:
         # Every bundled scenario under every fault and every policy, in every
-        # configuration; on the classic drive also the opt-in double-sigkill
-        # (crashes during recovery), bounded by the default max double cases.
+        # configuration; also the opt-in double-sigkill (crashes during
+        # recovery), bounded by the default max double cases.
         number = 0
         for backend, drive in _configurations(chosen):
             for policy in POLICIES:

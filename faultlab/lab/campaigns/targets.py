@@ -75,10 +75,8 @@ def parse_faults(text: str, *, drive: str = "classic") -> tuple[str, ...]:
     """`all`, or a comma-separated list of fault names."""
     check_drive_name(drive)
     if drive == "acp":
-        from faultlab.lab.acp.drive import ACP_FAULTS, parse_acp_faults
+        from faultlab.lab.acp.drive import parse_acp_faults
 
-        if text.strip() == "all":
-            return ACP_FAULTS
         return parse_acp_faults([n.strip() for n in text.split(",") if n.strip()] or [""])
     if text.strip() == "all":
         return FAULTS

@@ -186,9 +186,10 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         fields.fail("drive", f"unknown drive {drive!r} (drives: {', '.join(DRIVES)})")
     # The faults a drive can inject (the ACP drive has its own three).
     # double-sigkill is never in "all" (docs/cli.md): a variant lists it.
-    possible = _acp_faults() if drive == "acp" else (*FAULTS, DOUBLE_FAULT)
+    single = _acp_faults() if drive == "acp" else FAULTS
+    possible = (*single, DOUBLE_FAULT)
     faults_value = table.get("faults", "all")
-    faults: tuple[str, ...] = possible if drive == "acp" else FAULTS
+    faults: tuple[str, ...] = single
     if faults_value == "all":
         pass
     else:

@@ -45,8 +45,10 @@ __all__ = [
     "DOUBLE_SEED",
     "NO_RESUME_POINT",
     "PlanProgress",
+    "ResumeProbe",
     "parse_pair",
     "plan_double_cases",
+    "plan_pairs",
     "resume_occurrences",
     "run_double_case",
 ]
@@ -63,6 +65,9 @@ NO_RESUME_POINT = "none"
 # Told (scenario file name, K1s probed so far, K1s to probe) after each probe:
 # planning runs one recovery per K1, long enough to need a progress line.
 PlanProgress = Callable[[str, int, int], None]
+# Runs a fault-free recovery after a kill at K1 (first argument) in a scratch
+# folder (second): the occurrences its resume reached, or why it failed.
+ResumeProbe = Callable[[str, Path], tuple[tuple[str, ...], str | None]]
 
 
 def parse_pair(occurrence: str) -> tuple[str, str]:
@@ -130,10 +135,25 @@ def plan_double_cases(
     seed: int = DOUBLE_SEED, jobs: int = 1, progress: PlanProgress | None = None,
 ) -> list[Case]:  # fmt: skip
     """The `double-sigkill` cases of a scenario, K1 in trace order then K2 in
-    the resume's order.  With `max_cases` > 0, at most that many K1s are
-    probed and that many pairs kept, each sampled with `seed` (stable: the
-    same scenario and options give the same cases).  `progress` is told
-    after each probe (from the probing threads, one at a time)."""
+    the resume's order (see `plan_pairs`)."""
+    return plan_pairs(
+        reference, lambda first, where: resume_occurrences(reference, options, first, where=where),
+        workdir=options.workdir, max_cases=max_cases, seed=seed, jobs=jobs, progress=progress,
+    )  # fmt: skip
+
+
+def plan_pairs(
+    reference: Reference, probe: ResumeProbe, *, workdir: Path,
+    max_cases: int = DEFAULT_MAX_DOUBLE, seed: int = DOUBLE_SEED, jobs: int = 1,
+    progress: PlanProgress | None = None,
+) -> list[Case]:  # fmt: skip
+    """The (K1, K2) cases of a scenario, whatever runs its recoveries (the
+    classic drive, or the ACP drive's session/load): `probe(first, where)`
+    runs a fault-free recovery after a kill at `first` in folder `where`.
+    With `max_cases` > 0, at most that many K1s are probed and that many
+    pairs kept, each sampled with `seed` (stable: the same scenario and
+    options give the same cases).  `progress` is told after each probe
+    (from the probing threads, one at a time)."""
     if max_cases < 0:
         raise LabUsageError(f"max double cases must be >= 0 (0: all), not {max_cases}")
     firsts = list(reference.occurrences)
@@ -141,16 +161,16 @@ def plan_double_cases(
     if max_cases and len(firsts) > max_cases:
         keep = set(rng.sample(range(len(firsts)), max_cases))
         firsts = [o for i, o in enumerate(firsts) if i in keep]
-    base = options.workdir / "double-plan" / slug(Path(reference.scenario_path).name)
+    base = workdir / "double-plan" / slug(Path(reference.scenario_path).name)
 
     name = Path(reference.scenario_path).name
     lock = threading.Lock()
     probed = 0
 
-    def probe(item: tuple[int, str]) -> _Probe:
+    def run_probe(item: tuple[int, str]) -> _Probe:
         nonlocal probed
         index, first = item
-        reached, failure = resume_occurrences(reference, options, first, where=base / str(index))
+        reached, failure = probe(first, base / str(index))
         if progress is not None:
             with lock:
                 probed += 1
@@ -158,7 +178,7 @@ def plan_double_cases(
         return _Probe(first, reached, failure)
 
     with ThreadPoolExecutor(max(1, jobs), thread_name_prefix="faultlab-double-plan") as pool:
-        probes = list(pool.map(probe, enumerate(firsts)))
+        probes = list(pool.map(run_probe, enumerate(firsts)))
     seconds = [(NO_RESUME_POINT,) if p.failure is not None else p.occurrences for p in probes]
     pairs = [(i, j) for i, group in enumerate(seconds) for j in range(len(group))]
     if max_cases and len(pairs) > max_cases:

@@ -30,11 +30,14 @@ __all__ = ["FirstCrash", "check_double"]
 @dataclass(frozen=True, slots=True)
 class FirstCrash:
     """The first crash of a double-crash case: the fresh run's probe trace,
-    the log it left, and the log after its repair (`--repair-only`)."""
+    the log it left, and the log after its repair (`--repair-only`, or the
+    ACP drive's first session/load).  `repaired` is None when the second kill
+    came inside that repair (a session/load cut short): what the first crash
+    left unanswered is then judged in the second repair."""
 
     trace: tuple[dict[str, Any], ...]
     crashed: LogView
-    repaired: LogView
+    repaired: LogView | None
     repair_status: ChildExit
 
 
@@ -86,13 +89,16 @@ def check_double(first: FirstCrash, second: Observation | None) -> list[Violatio
                 {"status": first.repair_status.returncode, "crash": "first crash"},
             )]  # fmt: skip
         return found
-    as_first = replace(
-        second, trace=first.trace, crashed=first.crashed, repaired=first.repaired,
-        repair_status=first.repair_status,
-    )  # fmt: skip
-    found += _tagged(check_repair(as_first), "first crash")
-    found += _extends(first.crashed, first.repaired, "log after the first repair")
-    found += _extends(first.repaired, second.crashed, "log the killed resume left")
+    if first.repaired is None:
+        found += _extends(first.crashed, second.crashed, "log the killed repair left")
+    else:
+        as_first = replace(
+            second, trace=first.trace, crashed=first.crashed, repaired=first.repaired,
+            repair_status=first.repair_status,
+        )  # fmt: skip
+        found += _tagged(check_repair(as_first), "first crash")
+        found += _extends(first.crashed, first.repaired, "log after the first repair")
+        found += _extends(first.repaired, second.crashed, "log the killed resume left")
     found += _tagged(_problems(second.crashed, "log the killed resume left"), "second crash")
     found += _tagged(_resume_durability(second), "second crash")
     found += _tagged(check_repair(second), "second crash")

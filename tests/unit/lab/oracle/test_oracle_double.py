@@ -85,3 +85,15 @@ def test_a_failed_first_repair_is_resume_failed() -> None:
     failed = FirstCrash(trace=(), crashed=CRASHED1, repaired=CRASHED1,
                         repair_status=ChildExit(1, "boom"))  # fmt: skip
     assert [v.code for v in check_double(failed, None)] == ["RESUME_FAILED"]
+
+
+def test_a_repair_killed_part_way_must_extend_the_first_crash_log() -> None:
+    # The ACP drive's second kill inside session/load: no first repaired log;
+    # what the killed repair left must still start with the first crash's log.
+    cut_short = FirstCrash(trace=(), crashed=CRASHED1, repaired=None, repair_status=OK)
+    assert check_double(cut_short, observe(log(*FIRST))) == []
+    rewritten = log(*turn(0, "hello, again", "interrupted"))
+    found = check_double(cut_short, observe(rewritten))
+    assert [(v.code, v.evidence["log"]) for v in found] == [
+        ("LOG_NOT_PREFIX", "log the killed repair left")
+    ], found

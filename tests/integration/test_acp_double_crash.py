@@ -1,0 +1,62 @@
+# Crashes during recovery over ACP (`double-sigkill` with `--drive acp`): an
+# ACP agent that checkpoints a new session and not a loaded one passes every
+# single SIGKILL case and is caught by a double crash; the reference ACP agent
+# passes its double crashes, including second kills inside session/load.
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from faultlab import lab
+from faultlab.lab.faults.double import DOUBLE_FAULT
+
+ROOT = Path(__file__).resolve().parents[2]
+PAYMENT = ROOT / "scenarios" / "payment.toml"
+BROKEN = [sys.executable, str(ROOT / "tests" / "variants" / "acp_load_skips_checkpoints.py")]
+pytestmark = pytest.mark.realprocess
+
+
+def test_double_sigkill_is_named_not_in_all() -> None:
+    assert DOUBLE_FAULT not in lab.parse_faults("all", drive="acp")
+    assert lab.parse_faults("all,double-sigkill", drive="acp")[-1] == DOUBLE_FAULT
+    with pytest.raises(lab.LabUsageError, match="not supported with --drive acp"):
+        lab.parse_faults("power-loss", drive="acp")
+
+
+def test_the_acp_variant_is_caught_by_a_double_crash(tmp_path: Path) -> None:
+    result = lab.run_single(
+        str(PAYMENT), "request/durable#1+tool/effect#1", fault=DOUBLE_FAULT, target=BROKEN,
+        workdir=tmp_path, timeout=60, drive="acp",
+    )  # fmt: skip
+    assert result.verdict == "fail"
+    assert {"TOOL_INTENT_LOST", "REQUEST_ENVELOPE_LOST", "SIDE_EFFECT_DUPLICATED"} <= set(
+        result.codes
+    ), [v.message for v in result.violations]
+    lost = next(v for v in result.violations if v.code == "TOOL_INTENT_LOST")
+    assert lost.evidence["crash"] == "second crash"
+
+
+def test_the_acp_variant_passes_every_single_sigkill_case(tmp_path: Path) -> None:
+    result = lab.explore_paths(
+        [PAYMENT], target=BROKEN, workdir=tmp_path, jobs=2, faults=("sigkill",), drive="acp"
+    )  # fmt: skip
+    sigkill = [r for r in result.results if r.case.fault == "sigkill"]
+    assert len(sigkill) == len(result.references[0].occurrences) > 10
+    assert result.passed, [(r.case.id, r.codes) for r in result.results if r.failed]
+
+
+@pytest.mark.parametrize("scenario", ["payment.toml", "nested.toml"])
+def test_the_reference_acp_agent_passes_its_double_crashes(tmp_path: Path, scenario: str) -> None:
+    result = lab.explore_paths(
+        [ROOT / "scenarios" / scenario], workdir=tmp_path, jobs=2, faults=(DOUBLE_FAULT,),
+        max_double=0, drive="acp",
+    )  # fmt: skip
+    double = [r for r in result.results if r.case.fault == DOUBLE_FAULT]
+    assert double and all(r.verdict == "pass" for r in double), [
+        (r.case.id, [v.message for v in r.violations]) for r in double if r.verdict != "pass"
+    ]
+    # Exhaustive: some second kills land inside the repair of session/load.
+    seconds = {r.case.occurrence.partition("+")[2] for r in double}
+    assert any(s.startswith("repair/") for s in seconds), seconds

@@ -16,6 +16,7 @@ import random
 import shutil
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -192,18 +193,29 @@ def plan_pairs(
 def _spread(
     seconds: Sequence[Sequence[str]], bound: int, rng: random.Random
 ) -> list[tuple[int, int]]:
-    """`bound` (first, second) index pairs, spread over the first kill points:
-    round by round, each first kill point with a second left (in a shuffled
-    order) gets one more, drawn at random.  A uniform draw over all pairs
-    would leave some first kill points without a case."""
+    """`bound` (first, second) index pairs, spread over the first kill points
+    and over the kinds of second kill point: round by round, each first kill
+    point with a second left (in a shuffled order) gets one more, of the
+    boundary chosen least often so far (ties drawn at random).  A uniform
+    draw over all pairs would leave some first kill points, and rare kinds
+    of second one (the body of a tool the resume runs again), without a case."""
     left = [rng.sample(range(len(group)), len(group)) for group in seconds]
+    used: Counter[str] = Counter()
     chosen: list[tuple[int, int]] = []
     while len(chosen) < bound:
         order = [i for i, rest in enumerate(left) if rest]
         rng.shuffle(order)
         for i in order[: bound - len(chosen)]:
-            chosen.append((i, left[i].pop()))
+            rest = left[i]
+            pick = min(range(len(rest)), key=lambda k: used[_kind(seconds[i][rest[k]])])
+            j = rest.pop(pick)
+            used[_kind(seconds[i][j])] += 1
+            chosen.append((i, j))
     return chosen
+
+
+def _kind(occurrence: str) -> str:
+    return occurrence.partition("#")[0]
 
 
 def run_double_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:

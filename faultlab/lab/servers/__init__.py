@@ -1,0 +1,22 @@
+# What faultlab serves a black-box agent: the scripted model over HTTP, the
+# scenario's tools over MCP, and the gate where both report and hold.
+from __future__ import annotations
+
+from faultlab.lab.servers.gate import Gate, GateBridge, GateClient, GateClosed
+from faultlab.lab.servers.points import (
+    BLACKBOX_BOUNDARIES,
+    DEFAULT_DELAYS_MS,
+    KillPoint,
+    parse_kill_point,
+)
+
+__all__ = [
+    "BLACKBOX_BOUNDARIES",
+    "DEFAULT_DELAYS_MS",
+    "Gate",
+    "GateBridge",
+    "GateClient",
+    "GateClosed",
+    "KillPoint",
+    "parse_kill_point",
+]

@@ -1,0 +1,194 @@
+# The gate: where faultlab's servers (the scripted model server in the lab,
+# the MCP tool server in its own process) report every boundary they reach,
+# in order, and where they hold when the case's kill point is reached.  Its
+# observations are the black-box oracle's ground truth: what reached the
+# model and the tools, never what the agent says about itself.
+#
+# Out-of-process servers reach it over a Unix socket (`GateBridge` in the
+# lab, `GateClient` in the server): one JSON line per report, answered at
+# once, or after the kill when the report is the armed occurrence at @0.
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from faultlab.lab.servers.points import KillPoint
+
+__all__ = ["Gate", "GateBridge", "GateClient", "GateClosed"]
+
+
+class GateClosed(Exception):
+    """The case's kill came while a server held at the kill point: stop serving."""
+
+
+class Gate:
+    """Thread-safe record of what the servers observed, armed at one kill point."""
+
+    def __init__(self, armed: KillPoint | None = None) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._armed = armed
+        self._started = time.monotonic()
+        self.observations: list[dict[str, Any]] = []
+        self.fired = threading.Event()  # the armed occurrence was reached
+        self.released = threading.Event()  # the kill is done: held servers stop
+        self.fired_at: dict[str, Any] | None = None
+
+    @property
+    def armed(self) -> KillPoint | None:
+        return self._armed
+
+    def reach(self, boundary: str, **detail: Any) -> dict[str, Any]:
+        """Record occurrence n of `boundary` (n counts per boundary over the
+        whole case, across agent restarts).  The record has `"hold": True`
+        when it is the armed occurrence at delay 0: the caller must then
+        `hold()` before it serves anything more."""
+        with self._lock:
+            self._counts[boundary] += 1
+            n = self._counts[boundary]
+            record = {"boundary": boundary, "n": n, "t": time.monotonic() - self._started, **detail}
+            armed = self._armed
+            if (
+                armed is not None
+                and not self.fired.is_set()
+                and (boundary, n) == (armed.boundary, armed.n)
+            ):
+                record["killPoint"] = True
+                self.fired_at = record
+                self.fired.set()
+            self.observations.append(record)
+        if record.get("killPoint") and armed is not None and armed.delay_ms == 0:
+            return {**record, "hold": True}
+        return record
+
+    def note(self, fact: str, **detail: Any) -> None:
+        """Record a fact that is not a kill point (a response sent, a ledger line)."""
+        with self._lock:
+            self.observations.append(
+                {"fact": fact, "t": time.monotonic() - self._started, **detail}
+            )
+
+    def hold(self, timeout: float | None = None) -> None:
+        """Block until the lab has killed the agent; then raise GateClosed."""
+        self.released.wait(timeout)
+        raise GateClosed(f"killed at {self._armed}")
+
+    async def hold_async(self, timeout: float | None = None) -> None:
+        """`hold` for an event loop: wait without blocking the loop."""
+        import asyncio
+
+        await asyncio.to_thread(self.released.wait, timeout)
+        raise GateClosed(f"killed at {self._armed}")
+
+    def release(self) -> None:
+        """After the kill: held servers stop; nothing more is armed."""
+        with self._lock:
+            self._armed = None
+        self.released.set()
+
+    def disarm(self) -> None:
+        """Nothing fires any more (the recovery runs unarmed); counts go on."""
+        with self._lock:
+            self._armed = None
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.observations)
+
+
+class GateBridge:
+    """Serves a Gate on a Unix socket for servers in other processes."""
+
+    def __init__(self, gate: Gate, path: Path) -> None:
+        self.gate, self.path = gate, path
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(path))
+        self._listener.listen(16)
+        self._closed = False
+        self._thread = threading.Thread(target=self._accept, name="faultlab-gate", daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                             name="faultlab-gate-conn").start()  # fmt: skip
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as lines:
+            for line in lines:
+                try:
+                    message = orjson.loads(line)
+                    kind = message.pop("op")
+                except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError):
+                    self.gate.note("gate/bad-message", line=line[:200].decode("utf-8", "replace"))
+                    continue
+                if kind == "note":
+                    self.gate.note(str(message.pop("fact", "?")), **message)
+                    continue
+                record = self.gate.reach(str(message.pop("boundary", "?")), **message)
+                if record.get("hold"):
+                    self.gate.released.wait()
+                    reply: dict[str, Any] = {"closed": True}
+                else:
+                    reply = {"n": record["n"]}
+                with contextlib.suppress(OSError):
+                    conn.sendall(orjson.dumps(reply, option=orjson.OPT_APPEND_NEWLINE))
+
+    def close(self) -> None:
+        self._closed = True
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+class GateClient:
+    """A server process's side of the bridge; without a socket path, a no-op."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self._sock: socket.socket | None = None
+        self._lines: Any = None
+        self._lock = threading.Lock()
+        if path:
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._sock.connect(os.fspath(path))
+            self._lines = self._sock.makefile("rb")
+
+    def reach(self, boundary: str, **detail: Any) -> int:
+        """Report a boundary; blocks while the lab holds it; raises GateClosed
+        when the case's kill came while held.  Returns the occurrence n (0
+        without a gate)."""
+        if self._sock is None:
+            return 0
+        with self._lock:
+            self._sock.sendall(orjson.dumps({"op": "reach", "boundary": boundary, **detail},
+                                            option=orjson.OPT_APPEND_NEWLINE))  # fmt: skip
+            line = self._lines.readline()
+        if not line:
+            raise GateClosed("the lab's gate went away")
+        reply = orjson.loads(line)
+        if reply.get("closed"):
+            raise GateClosed(f"killed at {boundary}")
+        return int(reply["n"])
+
+    def note(self, fact: str, **detail: Any) -> None:
+        if self._sock is None:
+            return
+        with self._lock:
+            self._sock.sendall(orjson.dumps({"op": "note", "fact": fact, **detail},
+                                            option=orjson.OPT_APPEND_NEWLINE))  # fmt: skip

@@ -1,0 +1,83 @@
+# Black-box kill points: the boundaries that faultlab's own servers observe
+# (the model server and the MCP tool server), and a kill point's text form
+# `boundary#n@delay` (e.g. `tool/applied#1@200ms`).  A real agent reports
+# nothing, so these are the only boundaries a black-box case can name.
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from faultlab.lab.errors import LabUsageError
+
+__all__ = [
+    "BLACKBOX_BOUNDARIES",
+    "DEFAULT_DELAYS_MS",
+    "KillPoint",
+    "parse_kill_point",
+]
+
+# In the order one tool round goes through them.
+BLACKBOX_BOUNDARIES = (
+    "model/request",  # a model request arrived (parked unanswered at @0)
+    "model/chunk",  # the model stream sent chunk n (cut after it at @0)
+    "tool/received",  # the tool server received a call, before its effect
+    "tool/applied",  # the call's effect is in the world ledger (fsynced)
+    "tool/replied",  # the tool server sent the call's result
+)
+# Agents persist asynchronously: the same boundary killed 0, 50, 200 ms or
+# 1 s later finds different things on disk (docs/agents.md).
+DEFAULT_DELAYS_MS = (0, 50, 200, 1000)
+_MAX_DELAY_MS = 60_000
+_TEXT = re.compile(
+    r"(?P<boundary>[a-z]+/[a-z]+)(?:#(?P<n>\d+))?(?:@(?P<delay>\d+)(?P<unit>ms|s)?)?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KillPoint:
+    """Occurrence `n` (from 1, per boundary, over the whole case) of
+    `boundary`, and how long after it the agent is killed.  At delay 0 the
+    server holds at the boundary until the kill; with a delay it serves on."""
+
+    boundary: str
+    n: int = 1
+    delay_ms: int = 0
+
+    def __post_init__(self) -> None:
+        if self.boundary not in BLACKBOX_BOUNDARIES:
+            raise LabUsageError(
+                f"unknown black-box boundary {self.boundary!r} "
+                f"(boundaries: {', '.join(BLACKBOX_BOUNDARIES)})"
+            )
+        if self.n < 1:
+            raise LabUsageError(f"{self.boundary}: occurrence must be >= 1, not {self.n}")
+        if not 0 <= self.delay_ms <= _MAX_DELAY_MS:
+            raise LabUsageError(
+                f"{self.boundary}#{self.n}: delay must be 0 to {_MAX_DELAY_MS} ms, "
+                f"not {self.delay_ms}"
+            )
+
+    @property
+    def occurrence(self) -> str:
+        return f"{self.boundary}#{self.n}"
+
+    def __str__(self) -> str:
+        delay = (
+            f"{self.delay_ms // 1000}s"
+            if self.delay_ms >= 1000 and not self.delay_ms % 1000
+            else f"{self.delay_ms}ms"
+        )
+        return f"{self.occurrence}@{delay}"
+
+
+def parse_kill_point(text: str) -> KillPoint:
+    """`tool/applied`, `tool/applied#2`, `tool/applied#2@200ms`, `model/request@1s`
+    (no `#n`: the first; no delay: 0).  Raises LabUsageError."""
+    match = _TEXT.fullmatch(text.strip())
+    if match is None:
+        raise LabUsageError(
+            f"bad black-box kill point {text!r} (like tool/applied#1@200ms: "
+            f"boundary, optional #occurrence, optional @delay in ms or s)"
+        )
+    delay = int(match["delay"] or 0) * (1000 if match["unit"] == "s" else 1)
+    return KillPoint(match["boundary"], int(match["n"] or 1), delay)

@@ -102,6 +102,11 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "BOUNDARY_NOT_REACHED": ("coverage", "a boundary the scenario declares was never reached"),
     "EXPECTATION_FAILED": ("expect", "a per-boundary expectation of the scenario did not hold"),
     "RESUME_FAILED": ("recovery", "the target could not repair or resume the crashed session"),
+    "SESSION_NOT_FOUND": (
+        "recovery",
+        "the resumed agent could not find the crashed session: it failed, or started afresh "
+        "with nothing of the session in its history",
+    ),
     "NONDETERMINISTIC": (
         "lab",
         "two runs of the same case differed (log, ledger or trace, times and ids normalised): "

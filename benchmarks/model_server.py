@@ -126,8 +126,10 @@ def main() -> int:
         times = sorted(latency[name])
         median, p95 = statistics.median(times), times[int(len(times) * 0.95)]
         row[name] = (statistics.median(starts[name]), median)
-        print(f"{name:<10}{cold[name] * 1e3:>9.1f}{row[name][0] * 1e3:>10.2f}{median * 1e3:>11.3f}{p95 * 1e3:>9.3f}"
-              f"{len(times) / sum(times):>8.0f}")  # fmt: skip
+        print(
+            f"{name:<10}{cold[name] * 1e3:>9.1f}{row[name][0] * 1e3:>10.2f}"
+            f"{median * 1e3:>11.3f}{p95 * 1e3:>9.3f}{len(times) / sum(times):>8.0f}"
+        )
     print(f"uvicorn/stdlib: start {row['uvicorn'][0] / row['stdlib'][0]:.2f}x, "
           f"median request {row['uvicorn'][1] / row['stdlib'][1]:.2f}x "
           f"({len(latency['stdlib'])} streamed requests each)")  # fmt: skip

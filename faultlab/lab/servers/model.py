@@ -132,7 +132,8 @@ class ModelServer:
                     request = await read_request(reader, writer)
                 except BadRequest as error:
                     await Exchange(writer, False).send(
-                        400, orjson.dumps(error_body(None, 400, str(error))))
+                        400, orjson.dumps(error_body(None, 400, str(error)))
+                    )
                     break
                 if request is None:
                     break

@@ -65,8 +65,10 @@ def _matches(message: Message, content: Step | Branch) -> bool:
     if content.tool_calls:
         sent = [(c.name, c.arguments) for c in message.calls]
         return sent == [(c.tool, dict(c.arguments)) for c in content.tool_calls]
-    return not message.calls and bool(message.text.strip()) and (
-        message.text.strip() == content.text.strip()
+    return (
+        not message.calls
+        and bool(message.text.strip())
+        and (message.text.strip() == content.text.strip())
     )
 
 
@@ -87,7 +89,7 @@ def _branch(step: Step, history: History) -> Branch | None:
         return None
     last_call = max((i for i, m in enumerate(history.messages) if m.calls), default=-1)
     names = {c.id: c.name for c in history.calls()}
-    latest = [m for m in history.messages[last_call + 1:] if m.role == "tool"]
+    latest = [m for m in history.messages[last_call + 1 :] if m.role == "tool"]
     for branch in step.branches:
         for result in latest:
             if result_code(result) == branch.when and branch.tool in (
@@ -112,7 +114,7 @@ def choose_answer(scenario: Scenario, history: History) -> Answer:
                 cursor, matched_at = index + 1, position
                 break
     named = None
-    for message in reversed(history.messages[matched_at + 1:]):
+    for message in reversed(history.messages[matched_at + 1 :]):
         if message.role == "user":
             named = _turn_named(message, scenario)
             if named is not None:

@@ -145,12 +145,28 @@ def _chat(answer: Answer, calls: _Calls, model: str, rid: str, stream: bool,
         message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
         if wire_calls:
             message["tool_calls"] = wire_calls
-        return Rendered({**head, "object": "chat.completion", "usage": counts, "choices": [
-            {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}]})
+        return Rendered(
+            {
+                **head,
+                "object": "chat.completion",
+                "usage": counts,
+                "choices": [
+                    {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+                ],
+            }
+        )
 
     def chunk(delta: dict[str, Any], reason: str | None = None) -> bytes:
-        return _sse(None, {**head, "object": "chat.completion.chunk", "choices": [
-            {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}]})
+        return _sse(
+            None,
+            {
+                **head,
+                "object": "chat.completion.chunk",
+                "choices": [
+                    {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
+                ],
+            },
+        )
 
     pieces = [(False, chunk({"role": "assistant", "content": ""}))]
     pieces += [(True, chunk({"content": text})) for text in answer.chunks if text]
@@ -169,12 +185,24 @@ def _responses(answer: Answer, calls: _Calls, model: str, rid: str, stream: bool
     items: list[dict[str, Any]] = []
     message_id = f"msg_{rid}"
     if answer.text:
-        items.append({"id": message_id, "type": "message", "status": "completed",
-                      "role": "assistant", "content": [
-                          {"type": "output_text", "text": answer.text, "annotations": []}]})
+        items.append(
+            {
+                "id": message_id,
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": answer.text, "annotations": []}],
+            }
+        )
     for cid, name, namespace, args in calls:
-        item = {"id": f"fc_{cid.removeprefix('call_')}", "type": "function_call",
-                "status": "completed", "call_id": cid, "name": name, "arguments": args}
+        item = {
+            "id": f"fc_{cid.removeprefix('call_')}",
+            "type": "function_call",
+            "status": "completed",
+            "call_id": cid,
+            "name": name,
+            "arguments": args,
+        }
         if namespace is not None:
             item["namespace"] = namespace
         items.append(item)
@@ -195,8 +223,10 @@ def _responses(answer: Answer, calls: _Calls, model: str, rid: str, stream: bool
         return _sse(kind, {"type": kind, "sequence_number": next(seq), **data})
 
     started = {**response, "status": "in_progress", "output": [], "usage": None}
-    pieces = [(False, event("response.created", response=started)),
-              (False, event("response.in_progress", response=started))]
+    pieces = [
+        (False, event("response.created", response=started)),
+        (False, event("response.in_progress", response=started)),
+    ]
     output = 0
     if answer.text:
         where = {"item_id": message_id, "output_index": 0, "content_index": 0}

@@ -61,8 +61,9 @@ def test_chat_roles() -> None:
     history = history_from_chat(body, KNOWN)
     # Chat Completions has no error flag on a tool message.
     assert history.messages[2] == Message("tool", "TOOL_OUTCOME_UNKNOWN", call_id="c1")
-    assert history.messages[:2] + history.messages[3:] == EXPECTED.messages[:2] + \
-        EXPECTED.messages[3:]
+    assert (
+        history.messages[:2] + history.messages[3:] == EXPECTED.messages[:2] + EXPECTED.messages[3:]
+    )
 
 
 def test_responses_items_with_namespaced_calls() -> None:

@@ -117,23 +117,50 @@ def with_result(api: str, body: dict[str, Any], call_id: str, text: str) -> dict
     """`body` continued by the scripted first step's call and its result."""
     args = {"service": "api", "version": 2}
     if api == "anthropic":
-        extra = [{"role": "assistant", "content": [
-                     {"type": "text", "text": "Deploying api v2."},
-                     {"type": "tool_use", "id": call_id, "name": "deploy", "input": args}]},
-                 {"role": "user", "content": [
-                     {"type": "tool_result", "tool_use_id": call_id, "content": text}]}]
+        extra = [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Deploying api v2."},
+                    {"type": "tool_use", "id": call_id, "name": "deploy", "input": args},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
+            },
+        ]
         return {**body, "messages": body["messages"] + extra}
     if api == "chat":
-        extra = [{"role": "assistant", "content": "Deploying api v2.", "tool_calls": [
-                     {"id": call_id, "type": "function",
-                      "function": {"name": "deploy", "arguments": orjson.dumps(args).decode()}}]},
-                 {"role": "tool", "tool_call_id": call_id, "content": text}]
+        extra = [
+            {
+                "role": "assistant",
+                "content": "Deploying api v2.",
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "deploy", "arguments": orjson.dumps(args).decode()},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": call_id, "content": text},
+        ]
         return {**body, "messages": body["messages"] + extra}
-    items = [{"type": "message", "role": "assistant",
-              "content": [{"type": "output_text", "text": "Deploying api v2."}]},
-             {"type": "function_call", "call_id": call_id, "name": "deploy",
-              "arguments": orjson.dumps(args).decode()},
-             {"type": "function_call_output", "call_id": call_id, "output": text}]
+    items = [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Deploying api v2."}],
+        },
+        {
+            "type": "function_call",
+            "call_id": call_id,
+            "name": "deploy",
+            "arguments": orjson.dumps(args).decode(),
+        },
+        {"type": "function_call_output", "call_id": call_id, "output": text},
+    ]
     return {**body, "input": body["input"] + items}  # fmt: skip
 
 
@@ -176,20 +203,31 @@ def test_tools_keep_the_agents_names_and_namespaces(served: tuple[ModelServer, G
                  "tools": [{"name": "mcp__faultlab__deploy", "input_schema": {}}]}  # fmt: skip
     _, raw = post(server.url, PATHS["anthropic"], anthropic)
     assert answer_of("anthropic", False, raw)[1][0][1] == "mcp__faultlab__deploy"
-    responses = {**first_request("responses", True), "tools": [
-        {"type": "namespace", "name": "mcp__faultlab__", "description": "faultlab",
-         "tools": [{"type": "function", "name": "deploy", "parameters": {}}]}]}
+    responses = {
+        **first_request("responses", True),
+        "tools": [
+            {
+                "type": "namespace",
+                "name": "mcp__faultlab__",
+                "description": "faultlab",
+                "tools": [{"type": "function", "name": "deploy", "parameters": {}}],
+            }
+        ],
+    }
     _, raw = post(server.url, PATHS["responses"], responses)
     done = [e["item"] for e in sse_data(raw) if e["type"] == "response.output_item.done"]
     assert [(i["namespace"], i["name"]) for i in done if i["type"] == "function_call"] == [
-        ("mcp__faultlab__", "deploy")]
+        ("mcp__faultlab__", "deploy")
+    ]
 
 
 def test_same_history_same_answer_and_digest(served: tuple[ModelServer, Gate]) -> None:
     server, gate = served
     body = first_request("anthropic", True)
-    first, second = post(server.url, PATHS["anthropic"], body), post(server.url,
-                                                                     PATHS["anthropic"], body)
+    first, second = (
+        post(server.url, PATHS["anthropic"], body),
+        post(server.url, PATHS["anthropic"], body),
+    )
     assert first == second
     digests = [o["digest"] for o in gate.snapshot() if o.get("boundary") == "model/request"]
     assert len(digests) == 2 and digests[0] == digests[1]
@@ -203,8 +241,12 @@ def test_same_history_same_answer_and_digest(served: tuple[ModelServer, Gate]) -
 def test_resumed_unknown_outcome_takes_the_careful_branch(
         served: tuple[ModelServer, Gate]) -> None:  # fmt: skip
     server, gate = served
-    body = with_result("anthropic", first_request("anthropic", False), "toolu_x",
-                       "TOOL_OUTCOME_UNKNOWN: the agent was killed; the outcome is unknown")
+    body = with_result(
+        "anthropic",
+        first_request("anthropic", False),
+        "toolu_x",
+        "TOOL_OUTCOME_UNKNOWN: the agent was killed; the outcome is unknown",
+    )
     body["messages"][-1]["content"].append({"type": "text", "text": "Continue."})
     _, raw = post(server.url, PATHS["anthropic"], body)
     text, calls = answer_of("anthropic", False, raw)
@@ -278,8 +320,9 @@ def test_keep_alive_serves_several_requests_on_one_connection(
     server, gate = served
     conn = http.client.HTTPConnection(urlsplit(server.url).netloc, timeout=10)
     for stream in (True, False, True):
-        conn.request("POST", PATHS["responses"], body=orjson.dumps(first_request("responses",
-                                                                                 stream)))
+        conn.request(
+            "POST", PATHS["responses"], body=orjson.dumps(first_request("responses", stream))
+        )
         response = conn.getresponse()
         assert response.status == 200
         assert answer_of("responses", stream, response.read())[0] == "Deploying api v2."
@@ -323,3 +366,16 @@ def test_bundled_scenarios_play_through(name: str, result: str, texts: list[str]
         outcomes = iter(first + ["ok"] * 5)
         assert converse(server, "anthropic", spec.turns[0].user,
                         lambda _: next(outcomes)) == texts  # fmt: skip
+
+
+def test_stop_closes_a_parked_connection_without_a_release() -> None:
+    gate = Gate(KillPoint("model/request", 1, 0))
+    server = ModelServer(scenario("payment"), gate).start()
+    thread, out = threaded(lambda: post(server.url, PATHS["anthropic"],
+                                        first_request("anthropic", True)))  # fmt: skip
+    assert gate.fired.wait(10)
+    server.stop()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert isinstance(out.get("error"), (http.client.RemoteDisconnected, ConnectionError))
+    server.stop()  # idempotent

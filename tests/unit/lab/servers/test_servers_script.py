@@ -35,8 +35,12 @@ def test_first_request_answers_the_first_step() -> None:
 ])  # fmt: skip
 def test_branch_follows_the_latest_result(result: str, branch: str | None,
                                           tool: str | None) -> None:  # fmt: skip
-    history = h(Message("user", "Deploy api v2."), DEPLOY,
-                Message("tool", result, call_id="x"), Message("user", "Continue."))
+    history = h(
+        Message("user", "Deploy api v2."),
+        DEPLOY,
+        Message("tool", result, call_id="x"),
+        Message("user", "Continue."),
+    )
     answer = choose_answer(scenario("deploy-careful"), history)
     assert (answer.step, answer.branch) == (1, branch)
     assert [c.tool for c in answer.calls] == ([tool] if tool else [])
@@ -45,9 +49,13 @@ def test_branch_follows_the_latest_result(result: str, branch: str | None,
 
 def test_a_matched_branch_moves_the_script_on() -> None:
     status = Message("assistant", "checking", (Call("y", "deploy_status", {"service": "api"}),))
-    history = h(Message("user", "Deploy api v2."), DEPLOY,
-                Message("tool", "outcome unknown", call_id="x"), status,
-                Message("tool", "running v2", call_id="y"))
+    history = h(
+        Message("user", "Deploy api v2."),
+        DEPLOY,
+        Message("tool", "outcome unknown", call_id="x"),
+        status,
+        Message("tool", "running v2", call_id="y"),
+    )
     assert choose_answer(scenario("deploy-careful"), history).text == "Checked: api v2 is deployed."
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from faultlab.lab.servers.gate import Gate, GateBridge, GateClient, GateClosed
+from faultlab.lab.servers.model import ModelServer
 from faultlab.lab.servers.points import (
     BLACKBOX_BOUNDARIES,
     DEFAULT_DELAYS_MS,
@@ -18,5 +19,6 @@ __all__ = [
     "GateClient",
     "GateClosed",
     "KillPoint",
+    "ModelServer",
     "parse_kill_point",
 ]

@@ -1,0 +1,227 @@
+# The scripted model server: a scenario's scripted model over HTTP on
+# 127.0.0.1 as the Anthropic Messages, OpenAI Chat Completions and OpenAI
+# Responses APIs, for black-box agents that cannot be told about faultlab.
+# Each request it receives is ground truth: the gate records the history it
+# carried (normalised, with a digest) before anything is answered, and every
+# streamed chunk before it is sent, so a kill point can park a request or cut
+# a stream.  It runs its own event loop in a thread, so the lab's synchronous
+# case code can start it, read its URL and stop it (docs/model-server.md).
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Collection
+from types import TracebackType
+from typing import Any
+
+import orjson
+
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.read.histories import History
+from faultlab.lab.read.wire import (
+    WireError,
+    history_from_anthropic,
+    history_from_chat,
+    history_from_responses,
+)
+from faultlab.lab.servers.gate import Gate
+from faultlab.lab.servers.http import MAX_HEAD, BadRequest, Exchange, Request, read_request
+from faultlab.lab.servers.script import choose_answer
+from faultlab.lab.servers.wire import API_PATHS, CALL_PREFIX, Api, error_body, render, tool_names
+from faultlab.scenario import Scenario
+
+__all__ = ["ModelServer"]
+
+_PARSERS: dict[Api, Callable[[Any, Collection[str]], History]] = {
+    "anthropic": history_from_anthropic,
+    "chat": history_from_chat,
+    "responses": history_from_responses,
+}
+_COUNT_TOKENS = "/v1/messages/count_tokens"
+_HOLD_POLL_S = 0.01  # how often a parked request looks whether the gate released it
+
+
+class ModelServer:
+    """`with ModelServer(scenario, gate) as server:` serves on `server.url`."""
+
+    def __init__(self, scenario: Scenario, gate: Gate, *, host: str = "127.0.0.1") -> None:
+        self.scenario, self.gate, self.host = scenario, gate, host
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        if not self.port:
+            raise LabUsageError("the model server is not running: start() it first")
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> ModelServer:
+        if self._thread is not None:
+            raise LabUsageError("the model server is already started")
+        self._thread = threading.Thread(target=self._run, name="faultlab-model", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._failure is not None:
+            raise LabUsageError(f"the model server could not listen on {self.host}: "
+                                f"{self._failure}")  # fmt: skip
+        return self
+
+    def stop(self) -> None:
+        """Close the listener and every connection (parked ones too); idempotent."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None or not thread.is_alive():
+            return
+        future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+        with contextlib.suppress(Exception):
+            future.result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+
+    def __enter__(self) -> ModelServer:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:  # fmt: skip
+        self.stop()
+
+    # -- the loop's thread
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            self._server = loop.run_until_complete(asyncio.start_server(
+                self._connection, self.host, 0, limit=MAX_HEAD))  # fmt: skip
+            self.port = int(self._server.sockets[0].getsockname()[1])
+        except OSError as error:
+            self._failure = error
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:  # fmt: skip
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._writers.add(writer)
+        try:
+            while True:
+                try:
+                    request = await read_request(reader, writer)
+                except BadRequest as error:
+                    await Exchange(writer, False).send(
+                        400, orjson.dumps(error_body(None, 400, str(error)))
+                    )
+                    break
+                if request is None:
+                    break
+                exchange = Exchange(writer, request.keep_alive)
+                await self._serve(request, exchange)
+                if not exchange.keep_alive:
+                    break
+        except (ConnectionError, asyncio.CancelledError):
+            pass  # the agent went away (it was killed) or the server stops
+        finally:
+            self._writers.discard(writer)
+            self._tasks.discard(task)
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _json(self, exchange: Exchange, status: int, data: Any) -> None:
+        await exchange.send(status, orjson.dumps(data))
+
+    async def _serve(self, request: Request, exchange: Exchange) -> None:
+        path = request.path.rstrip("/") or "/"
+        if request.method == "GET" and path in ("/v1/models", "/models"):
+            await self._json(exchange, 200, {"object": "list", "data": [
+                {"id": "faultlab-scripted", "object": "model", "created": 0,
+                 "owned_by": "faultlab", "type": "model",
+                 "display_name": "faultlab scripted model"}]})  # fmt: skip
+            return
+        api = API_PATHS.get(path) or ("anthropic" if path == _COUNT_TOKENS else None)
+        if api is None or request.method != "POST":
+            await self._json(exchange, 404, error_body(api, 404,
+                             f"no route {request.method} {request.path}"))  # fmt: skip
+            return
+        try:
+            body = orjson.loads(request.body)
+        except orjson.JSONDecodeError as error:
+            await self._json(exchange, 400, error_body(api, 400, f"body is not JSON: {error}"))
+            return
+        known = self.scenario.tool_names
+        try:
+            history = _PARSERS[api](body, known)
+        except WireError as error:
+            await self._json(exchange, 400, error_body(api, 400, str(error)))
+            return
+        if path == _COUNT_TOKENS:
+            await self._json(exchange, 200, {"input_tokens": max(1, len(request.body) // 4)})
+            return
+        await self._answer(api, request, body, history, exchange)
+
+    async def _hold(self, exchange: Exchange) -> None:
+        """Parked at the kill point: no answer until the lab killed the agent,
+        then the connection is dropped."""
+        while not self.gate.released.is_set():
+            await asyncio.sleep(_HOLD_POLL_S)
+        exchange.drop()
+
+    async def _answer(self, api: Api, request: Request, body: dict[str, Any], history: History,
+                      exchange: Exchange) -> None:  # fmt: skip
+        answer = choose_answer(self.scenario, history)
+        digest = history.digest()
+        stream = bool(body.get("stream"))
+        record = self.gate.reach("model/request", api=api, path=request.target,
+                                 history=history.to_json(), digest=digest, step=answer.step,
+                                 turn=answer.turn, branch=answer.branch, stream=stream)  # fmt: skip
+        n = int(record["n"])
+        if record.get("hold"):
+            await self._hold(exchange)
+            return
+        if answer.delay_ms:
+            await asyncio.sleep(answer.delay_ms / 1000)
+        names = tool_names(api, body, self.scenario.tool_names)
+        rendered = render(api, answer, body, request_id=f"fl{digest}s{answer.step}",
+                          stream=stream, names=names)  # fmt: skip
+        calls = [{"id": answer.call_id(i, CALL_PREFIX[api]),
+                  "name": c.tool, "arguments": dict(c.arguments)}
+                 for i, c in enumerate(answer.calls)]  # fmt: skip
+        if rendered.body is not None:
+            await self._json(exchange, 200, rendered.body)
+        else:
+            await exchange.start_stream()
+            index = 0
+            for is_chunk, data in rendered.pieces:
+                if is_chunk:
+                    if index and answer.chunk_delay_ms:
+                        await asyncio.sleep(answer.chunk_delay_ms / 1000)
+                    chunk = self.gate.reach("model/chunk", request=n, index=index)
+                    index += 1
+                    if chunk.get("hold"):
+                        await self._hold(exchange)
+                        return
+                await exchange.write_chunk(data)
+            await exchange.end_stream()
+        self.gate.note("model/response", request=n, api=api, text=answer.text, calls=calls)

@@ -214,14 +214,16 @@ class ModelServer:
             await exchange.start_stream()
             index = 0
             for is_chunk, data in rendered.pieces:
+                if is_chunk and index and answer.chunk_delay_ms:
+                    await asyncio.sleep(answer.chunk_delay_ms / 1000)
+                await exchange.write_chunk(data)
                 if is_chunk:
-                    if index and answer.chunk_delay_ms:
-                        await asyncio.sleep(answer.chunk_delay_ms / 1000)
+                    # After the chunk went out: model/chunk#k@0 leaves the
+                    # agent holding k chunks of a stream that never ends.
                     chunk = self.gate.reach("model/chunk", request=n, index=index)
                     index += 1
                     if chunk.get("hold"):
                         await self._hold(exchange)
                         return
-                await exchange.write_chunk(data)
             await exchange.end_stream()
         self.gate.note("model/response", request=n, api=api, text=answer.text, calls=calls)

@@ -24,10 +24,10 @@ from faultlab.runtime.events import (
 )
 from faultlab.runtime.history import build_messages, digest, tool_calls_of
 from faultlab.runtime.host import AGENT_POST_STEP, LLM_STREAM, SESSION_APPENDED, Host
-from faultlab.runtime.model import ModelRequest, ModelStream, ScriptedModel
+from faultlab.runtime.model import Model, ModelRequest, Stream
 from faultlab.runtime.persistence import FlushError, PersistenceCoordinator
 from faultlab.runtime.session import SessionLog
-from faultlab.runtime.tools import ScriptedTools
+from faultlab.runtime.tools import Tools
 
 __all__ = ["Agent", "StepRecord"]
 
@@ -53,8 +53,8 @@ class Agent:
         log: SessionLog,
         coordinator: PersistenceCoordinator,
         host: Host,
-        model: ScriptedModel,
-        tools: ScriptedTools,
+        model: Model,
+        tools: Tools,
         pool_size: int,
         say: Say | None = None,
     ) -> None:
@@ -174,7 +174,7 @@ class Agent:
             self.tools.names,
             self.cancel,
         )
-        stream: ModelStream = await self.host.call(LLM_STREAM, request, self._open_stream)
+        stream: Stream = await self.host.call(LLM_STREAM, request, self._open_stream)
         index = 0
         async for delta in stream:
             await self.record(
@@ -220,7 +220,7 @@ class Agent:
         await self._end_step(turn, step, message, len(results))
         return bool(calls)
 
-    async def _open_stream(self, request: ModelRequest) -> ModelStream:
+    async def _open_stream(self, request: ModelRequest) -> Stream:
         # Innermost link of `llm/stream`: past every checkpoint, the model is called.
         if PROBE.enabled:
             PROBE.reach(

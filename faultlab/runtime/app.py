@@ -25,7 +25,7 @@ from faultlab.runtime.persistence import FlushError, PersistenceCoordinator
 from faultlab.runtime.repair import plan_repair
 from faultlab.runtime.resume import next_cursor
 from faultlab.runtime.session import SessionLog
-from faultlab.runtime.tools import ScriptedTools
+from faultlab.runtime.tools import ScriptedTools, Tools
 from faultlab.scenario import Scenario
 
 __all__ = [
@@ -109,7 +109,7 @@ def persistence_plugin(coordinator: PersistenceCoordinator, say: Say) -> Plugin:
 
 
 async def commit_repair(
-    log: SessionLog, coordinator: PersistenceCoordinator, tools: ScriptedTools, say: Say
+    log: SessionLog, coordinator: PersistenceCoordinator, tools: Tools, say: Say
 ) -> int:
     """Plan crash repair for `log`, append it and make it durable; return the
     number of events appended (0 when the last turn is closed)."""

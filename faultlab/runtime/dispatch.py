@@ -23,7 +23,7 @@ from faultlab.runtime.cancel import CancelToken
 from faultlab.runtime.events import TOOL_CALL, TOOL_RESULT, Event
 from faultlab.runtime.host import TOOLS_EXECUTE, Host
 from faultlab.runtime.persistence import FlushError
-from faultlab.runtime.tools import ScriptedTools
+from faultlab.runtime.tools import Tools
 
 __all__ = ["Appender", "Settler", "ToolDispatcher"]
 
@@ -38,7 +38,7 @@ class ToolDispatcher:
         self,
         *,
         host: Host,
-        tools: ScriptedTools,
+        tools: Tools,
         append: Appender,
         settle: Settler,
         cancel: CancelToken,

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from faultlab.probe import PROBE
 from faultlab.runtime.cancel import CancelToken
 from faultlab.runtime.history import Message, latest_tool_results
 from faultlab.scenario import Branch, Scenario, Step
 
-__all__ = ["ModelRequest", "ModelStream", "ScriptedModel", "choose_content", "tool_errors"]
+__all__ = [
+    "Model",
+    "ModelRequest",
+    "ModelStream",
+    "ScriptedModel",
+    "Stream",
+    "choose_content",
+    "tool_errors",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +35,25 @@ class ModelRequest:
     messages: list[Message]
     tools: tuple[str, ...]
     cancel: CancelToken
+
+
+class Stream(Protocol):
+    """What the loop iterates: text deltas, then `message` holds the full answer
+    (None when the stream stopped before the answer was complete)."""
+
+    message: Message | None
+
+    def __aiter__(self) -> AsyncIterator[str]: ...
+
+
+class Model(Protocol):
+    """A model the loop can stream from: the scripted one, or an HTTP client
+    (faultlab/runtime/httpagent/client.py)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def stream(self, request: ModelRequest) -> Stream: ...
 
 
 def choose_content(step: Step, messages: list[Message]) -> Step | Branch:

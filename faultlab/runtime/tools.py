@@ -12,13 +12,35 @@ from faultlab.runtime.events import TOOL_FAILED
 from faultlab.runtime.ledger import WorldLedger
 from faultlab.scenario import Scenario, ToolSpec
 
-__all__ = ["NestedDispatcher", "ScriptedTools"]
+__all__ = ["NestedDispatcher", "ScriptedTools", "ToolSafety", "Tools"]
 
 
 class NestedDispatcher(Protocol):
     async def dispatch_nested(
         self, parent: ToolCall, name: str, arguments: dict[str, Any]
     ) -> ToolResult: ...
+
+
+class ToolSafety(Protocol):
+    """What the loop and crash repair need to know about a tool."""
+
+    @property
+    def parallel_safe(self) -> bool: ...
+
+    @property
+    def safe_to_retry(self) -> bool: ...
+
+
+class Tools(Protocol):
+    """The tool bodies the loop dispatches to: the scenario's scripted ones, or
+    MCP servers (faultlab/runtime/httpagent/tools.py)."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    def spec(self, name: str) -> ToolSafety | None: ...
+
+    async def run(self, call: ToolCall, dispatcher: NestedDispatcher) -> ToolResult: ...
 
 
 class ScriptedTools:

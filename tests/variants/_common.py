@@ -82,6 +82,13 @@ def run() -> NoReturn:
     sys.exit(main())
 
 
+def run_httpagent() -> NoReturn:
+    """Run the (patched) black-box agent (`python -m faultlab.runtime.httpagent`)."""
+    from faultlab.runtime.httpagent.__main__ import main
+
+    sys.exit(main())
+
+
 def run_acp() -> NoReturn:
     """Serve the (patched) runtime as an ACP agent (`python -m faultlab.runtime.acp`)."""
     from faultlab.runtime.acp.__main__ import main

@@ -1,5 +1,5 @@
-# The SDK side of the MCP tool server (`mcptools` is its command line and its
-# tool bodies): the `mcp` low-level Server, the stdio and streamable-HTTP
+# The SDK side of the MCP tool server (`mcptools` is its command line,
+# `scripted` its tool bodies): the `mcp` low-level Server, the stdio and streamable-HTTP
 # transports, and the one place that sees a reply leave for the agent, where
 # `tool/replied` is reported.  Kept apart so that `mcptools` checks its input
 # and fails fast without paying for the SDK's imports.
@@ -10,6 +10,7 @@ import os
 import socket
 import sys
 from collections.abc import MutableMapping
+from pathlib import Path
 from typing import Any, NoReturn, cast
 
 import anyio
@@ -21,13 +22,7 @@ from mcp.server.stdio import stdio_server
 import faultlab
 from faultlab.lab.servers.gate import GateClient, GateClosed
 from faultlab.lab.servers.ledger import LedgerWriter
-from faultlab.lab.servers.mcptools import (
-    EXIT_GATE_CLOSED,
-    Reach,
-    ServerOptions,
-    ToolRunner,
-    tool_definitions,
-)
+from faultlab.lab.servers.scripted import EXIT_GATE_CLOSED, Reach, ToolRunner, tool_definitions
 from faultlab.scenario import Scenario
 
 __all__ = ["build_server", "serve"]
@@ -126,7 +121,9 @@ async def _serve_stdio(server: Server[Any], watch: _ReplyWatch) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _serve_http(server: Server[Any], watch: _ReplyWatch, options: ServerOptions) -> None:
+async def _serve_http(
+    server: Server[Any], watch: _ReplyWatch, *, port: int, url_file: Path | None
+) -> None:
     import uvicorn
 
     # JSON responses (not SSE): one body per reply, so the watch sees it whole.
@@ -143,9 +140,9 @@ async def _serve_http(server: Server[Any], watch: _ReplyWatch, options: ServerOp
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        listener.bind(("127.0.0.1", options.port))
+        listener.bind(("127.0.0.1", port))
     except OSError as exc:
-        os.write(2, f"faultlab-mcp: cannot listen on port {options.port}: {exc.strerror}\n"
+        os.write(2, f"faultlab-mcp: cannot listen on port {port}: {exc.strerror}\n"
                  .encode())  # fmt: skip
         os._exit(2)
     listener.listen(64)
@@ -156,23 +153,25 @@ async def _serve_http(server: Server[Any], watch: _ReplyWatch, options: ServerOp
     while not http.started and not serving.done():
         await asyncio.sleep(0.005)
     if http.started:
-        if options.url_file is not None:
-            partial = options.url_file.with_name(options.url_file.name + ".partial")
+        if url_file is not None:
+            partial = url_file.with_name(url_file.name + ".partial")
             partial.write_text(url + "\n")
-            partial.replace(options.url_file)
+            partial.replace(url_file)
         else:
             print(f"faultlab-mcp: serving {url}", file=sys.stderr, flush=True)
     await serving
 
 
 async def serve(
-    scenario: Scenario, ledger: LedgerWriter, gate: GateClient, options: ServerOptions
-) -> None:
-    """Serve until the agent closes stdio (or, over HTTP, until signalled)."""
-    reach = _async_reach(gate, enabled=options.gate is not None)
+    scenario: Scenario, ledger: LedgerWriter, gate: GateClient, *, gated: bool,
+    transport: str = "stdio", port: int = 0, url_file: Path | None = None,
+) -> None:  # fmt: skip
+    """Serve until the agent closes stdio (or, over HTTP, until signalled).
+    `gated`: report boundaries to `gate` (False: standalone, nothing reported)."""
+    reach = _async_reach(gate, enabled=gated)
     watch = _ReplyWatch(reach)
     server = build_server(ToolRunner(scenario, ledger, reach), scenario, watch)
-    if options.transport == "http":
-        await _serve_http(server, watch, options)
+    if transport == "http":
+        await _serve_http(server, watch, port=port, url_file=url_file)
     else:
         await _serve_stdio(server, watch)

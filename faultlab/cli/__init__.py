@@ -4,13 +4,13 @@
 # error, 3 internal error, 130 interrupted (`output`).  This module is the
 # group `main` (the console script and `python -m faultlab`); the commands
 # live in `cases` (explore, run, boundaries, replay), `reports` (inspect,
-# report merge) and `campaigns` (bench, selftest, fuzz), their shared options
-# in `options`.
+# report merge), `campaigns` (bench, selftest, fuzz) and `agents` (install,
+# list the real agents), their shared options in `options`.
 from __future__ import annotations
 
 import click
 
-from faultlab.cli import campaigns, cases, reports
+from faultlab.cli import agents, campaigns, cases, reports
 from faultlab.cli.output import FaultlabGroup
 
 __all__ = ["main"]
@@ -32,3 +32,4 @@ main.add_command(campaigns.bench)
 main.add_command(campaigns.selftest)
 main.add_command(campaigns.fuzz)
 main.add_command(reports.report)
+main.add_command(agents.agents)

@@ -1,0 +1,50 @@
+# `faultlab agents install [NAME...]` and `faultlab agents list`: the real
+# agents faultlab crash-tests, at the versions their adapters pin, in a cache
+# directory (FAULTLAB_AGENTS_DIR).  Thin: the logic is faultlab.lab.agents.
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import click
+
+from faultlab.cli import options as opt
+from faultlab.cli.output import EXIT_OK, emit_json, guarded, say
+
+__all__ = ["agents"]
+
+
+@click.group()
+def agents() -> None:
+    """Install and list the real agents (Claude Code, Codex, ...) faultlab drives."""
+
+
+@agents.command("install")
+@click.argument("names", nargs=-1)
+@click.option("--force", is_flag=True, help="Reinstall even if the pinned version is there.")
+@guarded
+def install(names: tuple[str, ...], force: bool) -> int:
+    """Install the named agents (bundled names or adapter .toml paths); all if none."""
+    from faultlab.lab import agents as lab_agents
+
+    chosen = ([lab_agents.find_adapter(n) for n in names] if names
+              else lab_agents.bundled_adapters())  # fmt: skip
+    for adapter in chosen:
+        lab_agents.install(adapter, force=force, say=say)
+    return EXIT_OK
+
+
+@agents.command("list")
+@opt.json
+@guarded
+def list_(as_json: bool) -> int:
+    """Show each bundled agent, its pinned version and whether it is installed."""
+    from faultlab.lab import agents as lab_agents
+
+    rows = lab_agents.list_agents()
+    if as_json:
+        emit_json([asdict(r) for r in rows])
+        return EXIT_OK
+    for r in rows:
+        mark = "installed" if r.installed else "missing"
+        say(f"{r.name:<18} {r.version:<10} {r.kind:<8} {mark:<9} {r.where}")
+    return EXIT_OK

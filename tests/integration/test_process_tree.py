@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.process.tree import ContainedProcess, leftovers
+from faultlab.lab.process.tree import FREEZER, ContainedProcess, leftovers
 
 pytestmark = pytest.mark.realprocess
 
@@ -39,11 +39,21 @@ def tag() -> Iterator[str]:
             proc.kill()
 
 
-def start(tmp_path: Path, mode: str, tag: str, *extra: str) -> ContainedProcess:
+@pytest.fixture(params=["cgroup", "scan"])
+def cgroup(request: pytest.FixtureRequest) -> bool:
+    """Both ways of finding the tree: the case's freezer cgroup, /proc scans."""
+    if request.param == "cgroup" and not os.access(FREEZER, os.W_OK):
+        pytest.skip("the freezer cgroup hierarchy is not writable here")
+    return bool(request.param == "cgroup")
+
+
+def start(
+    tmp_path: Path, mode: str, tag: str, *extra: str, cgroup: bool | None = None
+) -> ContainedProcess:
     return ContainedProcess.start(
         [sys.executable, str(AGENT), mode, tag, str(tmp_path / "ready"), *extra],
         cwd=tmp_path, env=dict(os.environ), stdin_path=None,
-        stdout_path=tmp_path / "out", stderr_path=tmp_path / "err",
+        stdout_path=tmp_path / "out", stderr_path=tmp_path / "err", cgroup=cgroup,
     )  # fmt: skip
 
 
@@ -64,8 +74,10 @@ def gone(tag: str) -> list[psutil.Process]:
     return left
 
 
-def test_setsid_grandchild_ignoring_sigterm_is_killed(tmp_path: Path, tag: str) -> None:
-    with start(tmp_path, "escape", tag) as proc:
+def test_setsid_grandchild_ignoring_sigterm_is_killed(
+    tmp_path: Path, tag: str, cgroup: bool
+) -> None:
+    with start(tmp_path, "escape", tag, cgroup=cgroup) as proc:
         (grandchild,) = ready(tmp_path)
         assert os.getsid(grandchild) == grandchild != os.getsid(proc.pid)
         # Its parent exited: it re-parented to the supervisor, not to init.
@@ -75,8 +87,8 @@ def test_setsid_grandchild_ignoring_sigterm_is_killed(tmp_path: Path, tag: str) 
         assert leftovers(tag) == []
 
 
-def test_double_forked_daemon_is_found_and_killed(tmp_path: Path, tag: str) -> None:
-    with start(tmp_path, "daemon", tag) as proc:
+def test_double_forked_daemon_is_found_and_killed(tmp_path: Path, tag: str, cgroup: bool) -> None:
+    with start(tmp_path, "daemon", tag, cgroup=cgroup) as proc:
         (daemon,) = ready(tmp_path)
         assert proc.wait(WITHIN) == 0
         # Orphaned twice over, it re-parented to the supervisor, not to init.
@@ -86,8 +98,10 @@ def test_double_forked_daemon_is_found_and_killed(tmp_path: Path, tag: str) -> N
         assert leftovers(tag) == []
 
 
-def test_kill_agent_spares_a_helper_in_its_own_group(tmp_path: Path, tag: str) -> None:
-    with start(tmp_path, "helper", tag) as proc:
+def test_kill_agent_spares_a_helper_in_its_own_group(
+    tmp_path: Path, tag: str, cgroup: bool
+) -> None:
+    with start(tmp_path, "helper", tag, cgroup=cgroup) as proc:
         helper, worker = ready(tmp_path)
         assert proc.kill_agent() == -signal.SIGKILL
         left = {p.pid for p in leftovers(tag)}
@@ -97,8 +111,8 @@ def test_kill_agent_spares_a_helper_in_its_own_group(tmp_path: Path, tag: str) -
         assert leftovers(tag) == []
 
 
-def test_fork_chain_is_frozen_then_killed(tmp_path: Path, tag: str) -> None:
-    with start(tmp_path, "chain", tag) as proc:
+def test_fork_chain_is_frozen_then_killed(tmp_path: Path, tag: str, cgroup: bool) -> None:
+    with start(tmp_path, "chain", tag, cgroup=cgroup) as proc:
         ready(tmp_path)
         assert proc.kill_tree() == -signal.SIGKILL
         assert leftovers(tag) == []
@@ -193,3 +207,19 @@ def test_the_starting_thread_ending_does_not_kill_the_tree(tmp_path: Path, tag: 
         assert proc.kill_agent() == -signal.SIGKILL
         assert helper in {p.pid for p in proc.descendants()}
     assert leftovers(tag) == []
+
+
+def test_a_process_moved_out_of_the_cgroup_is_still_killed(tmp_path: Path, tag: str) -> None:
+    if not os.access(FREEZER, os.W_OK):
+        pytest.skip("the freezer cgroup hierarchy is not writable here")
+    with start(tmp_path, "escape", tag, cgroup=True) as proc:
+        (grandchild,) = ready(tmp_path)
+        case = Path(f"/proc/{grandchild}/cgroup").read_text()
+        assert f"faultlab-case-{proc.supervisor.pid}" in case
+        # Root may leave the case's cgroup: the subreaper still holds it.
+        home = Path(FREEZER) / "cgroup.procs"
+        home.write_text(str(grandchild))
+        assert "faultlab-case" not in Path(f"/proc/{grandchild}/cgroup").read_text()
+        assert proc.kill_tree() == -signal.SIGKILL
+        assert leftovers(tag) == []
+    assert not list(Path(FREEZER).glob(f"faultlab-case-{proc.supervisor.pid}"))

@@ -6,7 +6,10 @@
 # Lean on purpose: the lab runs it as `python -I -S reaper.py` (stdlib only, no
 # faultlab import), once per case; `python -m faultlab.lab.process.reaper` works
 # too.  Protocol (faultlab/lab/process/tree.py is the other side):
-#   argv:    CONTROL_FD STATUS_FD LAB_PID -- AGENT_ARGV...
+#   argv:    CONTROL_FD STATUS_FD LAB_PID CGROUP -- AGENT_ARGV...
+#            (CGROUP: "freezer" to also put the tree in a freezer cgroup of its
+#            own, whose member list is read instead of scanning all of /proc;
+#            "-" for the /proc scan alone.  The subreaper is there either way.)
 #   control: one byte per command: T (kill the tree, then exit), A (kill the
 #            agent's process group only); EOF: the lab is gone, kill the tree.
 #   status:  lines "pid N", "exit N" (the agent's status, -SIG if killed),
@@ -29,6 +32,7 @@ _DEATH_SIGNAL = signal.SIGUSR1  # the parent *thread* died: check whether the la
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _KILL_BOUND = 20.0  # seconds a freeze-kill may take before the supervisor gives up
 _TICK = 0.5  # seconds between checks that the lab is still our parent
+_FREEZER = "/sys/fs/cgroup/freezer"
 
 
 class _Tree:
@@ -41,6 +45,7 @@ class _Tree:
         self.agent = 0
         self.code: int | None = None
         self.reported = False
+        self.cgroup: str | None = None  # the case's cgroup directory, if any
         self.stop = False  # a signal asked us to kill the tree and exit
         self.death = False  # the parent thread died (PR_SET_PDEATHSIG)
         self.wake_r, wake_w = os.pipe()
@@ -126,6 +131,55 @@ def _descendants(root: int) -> dict[int, tuple[int, int, str, int]]:
     return found
 
 
+def _members(cgroup: str) -> dict[int, tuple[int, int, str, int]]:
+    try:
+        with open(f"{cgroup}/cgroup.procs", "rb") as handle:
+            pids = [int(pid) for pid in handle.read().split()]
+    except OSError:
+        return {}
+    found = {}
+    for pid in pids:
+        stat = _stat(pid)
+        if stat is not None:
+            found[pid] = stat
+    return found
+
+
+def _own_freezer() -> str | None:
+    """The directory of the freezer cgroup we are in, None if there is none."""
+    try:
+        with open("/proc/self/cgroup") as handle:
+            lines = [line.rstrip("\n").split(":", 2) for line in handle]
+    except OSError:
+        return None
+    for fields in lines:
+        if len(fields) == 3 and "freezer" in fields[1].split(","):
+            return _FREEZER + fields[2].rstrip("/")
+    return None
+
+
+def _join_cgroup(home: str) -> str | None:
+    """Make a freezer cgroup for the case under `home` and move into it, so the
+    agent is born inside; the caller moves back out after the spawn.  None
+    (and nothing changed) if cgroups cannot be written here."""
+    path = f"{home}/faultlab-case-{os.getpid()}"
+    try:
+        os.mkdir(path)
+    except OSError:
+        return None
+    try:
+        _move(path)
+    except OSError:
+        os.rmdir(path)
+        return None
+    return path
+
+
+def _move(cgroup: str) -> None:
+    with open(f"{cgroup}/cgroup.procs", "w") as handle:
+        handle.write(str(os.getpid()))
+
+
 def _send(pid: int, start: int, signum: int) -> None:
     """Signal `pid` only if it is still the process the scan saw (its start time):
     a pidfd opened first pins the process, so a reused pid is never signalled."""
@@ -148,16 +202,18 @@ def _send(pid: int, start: int, signum: int) -> None:
         os.close(pidfd)
 
 
-def freeze_kill(tree: _Tree, group: int | None) -> bool:
-    """SIGSTOP every live descendant (of process group `group`, or all), rescan
+def freeze_kill(tree: _Tree, group: int | None, *, scan: bool = False) -> bool:
+    """SIGSTOP every live descendant (of process group `group`, or all; the
+    case's cgroup members, or with `scan` or no cgroup every process under us
+    in /proc), rescan
     until no new one appears, SIGKILL them all, reap; repeat until none is left.
     A stopped process cannot fork, so a fork race cannot outrun the kill.
     Returns False if some were still left after `_KILL_BOUND` seconds."""
-    me = os.getpid()
+    cgroup = None if scan else tree.cgroup
     deadline = time.monotonic() + _KILL_BOUND
     while True:
         tree.reap()
-        live = _targets(me, group)
+        live = _targets(cgroup, group)
         if not live:
             return True
         if time.monotonic() > deadline:
@@ -167,32 +223,54 @@ def freeze_kill(tree: _Tree, group: int | None) -> bool:
             for pid, start in new.items():
                 _send(pid, start, signal.SIGSTOP)
             stopped.update(new)
-            live = _targets(me, group)
+            live = _targets(cgroup, group)
         for pid, start in stopped.items():
             _send(pid, start, signal.SIGKILL)
         tree.pause(0.005)
 
 
-def _targets(me: int, group: int | None) -> dict[int, int]:
+def _targets(cgroup: str | None, group: int | None) -> dict[int, int]:
+    found = _members(cgroup) if cgroup else _descendants(os.getpid())
     return {
         pid: start
-        for pid, (_ppid, pgid, state, start) in _descendants(me).items()
+        for pid, (_ppid, pgid, state, start) in found.items()
         if state != "Z" and (group is None or pgid == group)
     }
 
 
 def _finish(tree: _Tree) -> int:
-    if not freeze_kill(tree, None):
+    # The cgroup's members first (fast).  Anything that left the cgroup (only
+    # root can) re-parented to us once its cgroup ancestors died: so a scan
+    # of all of /proc is needed only while we still have a live child.
+    killed = freeze_kill(tree, None)
+    if killed and tree.cgroup is not None and _has_children(tree):
+        killed = freeze_kill(tree, None, scan=True)
+    if not killed:
         tree.say("error some processes survived the kill")
     tree.reap()
+    if tree.cgroup is not None:
+        with contextlib.suppress(OSError):
+            os.rmdir(tree.cgroup)
     tree.say("done")
     return 0
 
 
-def _spawn(tree: _Tree, argv: list[str]) -> bool:
+def _has_children(tree: _Tree) -> bool:
+    """Whether any child is left, live or not yet reaped (ECHILD: none)."""
+    tree.reap()
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def _spawn(tree: _Tree, argv: list[str], cgroup: bool) -> bool:
     # Signals ignored here (Python ignores SIGPIPE and SIGXFSZ) would stay
     # ignored across exec: the agent gets every disposition at its default.
     defaults = {signal.Signals(n) for n in range(1, 32)} - {signal.SIGKILL, signal.SIGSTOP}
+    home = _own_freezer() if cgroup else None
+    tree.cgroup = _join_cgroup(home) if home is not None else None
     try:
         tree.agent = os.posix_spawnp(
             argv[0], argv, os.environ, setsid=True, setsigdef=defaults, setsigmask=()
@@ -200,6 +278,9 @@ def _spawn(tree: _Tree, argv: list[str]) -> bool:
     except OSError as error:
         tree.say(f"error cannot start {argv[0]!r}: {error.strerror or error}")
         return False
+    finally:
+        if tree.cgroup is not None and home is not None:
+            _move(home)  # the supervisor must stay out of what it kills
     tree.say(f"pid {tree.agent}")
     return True
 
@@ -212,8 +293,8 @@ def _setup() -> bool:
 
 
 def main(args: list[str]) -> int:
-    if len(args) < 5 or args[3] != "--":
-        print("usage: reaper CONTROL_FD STATUS_FD LAB_PID -- ARGV...", file=sys.stderr)
+    if len(args) < 6 or args[4] != "--" or args[3] not in ("freezer", "-"):
+        print("usage: reaper CONTROL_FD STATUS_FD LAB_PID freezer|- -- ARGV...", file=sys.stderr)
         return 2
     control, status, lab = int(args[0]), int(args[1]), int(args[2])
     for fd in (control, status):
@@ -223,7 +304,7 @@ def main(args: list[str]) -> int:
         tree.say(f"error prctl failed: {os.strerror(ctypes.get_errno())}")
         return 1
     # The lab may have died before PR_SET_PDEATHSIG was set: then no signal comes.
-    if tree.lab_gone() or not _spawn(tree, args[4:]):
+    if tree.lab_gone() or not _spawn(tree, args[5:], args[3] == "freezer"):
         return _finish(tree)
     while True:
         command = tree.pause(_TICK)

@@ -22,9 +22,10 @@ import psutil
 
 from faultlab.lab.errors import LabUsageError
 
-__all__ = ["REAPER", "ContainedProcess", "TreeError", "close_all", "leftovers"]
+__all__ = ["FREEZER", "REAPER", "ContainedProcess", "TreeError", "close_all", "leftovers"]
 
 REAPER = Path(__file__).with_name("reaper.py")
+FREEZER = "/sys/fs/cgroup/freezer"  # cgroup v1's freezer hierarchy (this machine's)
 _OPEN: set[ContainedProcess] = set()  # started and not closed yet
 _START_WITHIN = 30.0  # seconds the supervisor may take to report the agent's pid
 
@@ -64,19 +65,25 @@ class ContainedProcess:
         stdout_path: str | os.PathLike[str],
         stderr_path: str | os.PathLike[str],
         pass_fds: Sequence[int] = (),
+        cgroup: bool | None = None,
     ) -> ContainedProcess:
         """Start `argv` under a fresh supervisor, stdin from a file (or
         /dev/null), stdout and stderr to files (the supervisor's own errors go
-        to stderr too).  The agent leads a session of its own."""
+        to stderr too).  The agent leads a session of its own.  With `cgroup`
+        (None: when the freezer hierarchy is writable) the tree also gets a
+        freezer cgroup: its member list replaces scans of all of /proc."""
         if not sys.platform.startswith("linux"):
             raise LabUsageError("containing an agent's process tree needs Linux (a subreaper)")
         if not argv:
             raise LabUsageError("the agent command is empty")
+        if cgroup is None:
+            cgroup = os.access(FREEZER, os.W_OK)
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         command = [
             sys.executable, "-I", "-S", str(REAPER),
-            str(control_r), str(status_w), str(os.getpid()), "--", *argv,
+            str(control_r), str(status_w), str(os.getpid()), "freezer" if cgroup else "-",
+            "--", *argv,
         ]  # fmt: skip
         try:
             with contextlib.ExitStack() as files:

@@ -1,5 +1,6 @@
 # How the lab runs a target: child processes in their own groups, the fork-server
-# client, targets, scratch dirs, the environment, and the fault-free reference run.
+# client, targets, scratch dirs, the environment, the fault-free reference run,
+# and a black-box agent's whole process tree, contained (tree.py, reaper.py).
 from __future__ import annotations
 
 from faultlab.lab.process.forkserver import (
@@ -47,6 +48,12 @@ from faultlab.lab.process.target import (
     command_target,
     reference_target,
 )
+from faultlab.lab.process.tree import (
+    ContainedProcess,
+    TreeError,
+    close_all,
+    leftovers,
+)
 
 __all__ = [
     "LEDGER_NAME",
@@ -56,6 +63,7 @@ __all__ = [
     "Child",
     "ChildExit",
     "ChildHung",
+    "ContainedProcess",
     "ForkServer",
     "ForkServerError",
     "ForkedProcess",
@@ -63,11 +71,14 @@ __all__ = [
     "Mode",
     "Reference",
     "Target",
+    "TreeError",
     "bundled_scenarios",
     "check_executable",
+    "close_all",
     "command_target",
     "drift",
     "kill_all",
+    "leftovers",
     "make_child",
     "normalized",
     "read_bytes",

@@ -1,0 +1,327 @@
+# The per-case supervisor of a black-box agent (Linux only): it makes itself a
+# child subreaper, spawns the agent in a session of its own and reaps every
+# process of the tree, so no descendant can escape it by re-parenting, whatever
+# group or session it moves to.  It kills the tree (freeze, then kill) when the
+# lab asks, when the lab's control pipe reaches EOF, or when the lab dies.
+# Lean on purpose: the lab runs it as `python -I -S reaper.py` (stdlib only, no
+# faultlab import), once per case; `python -m faultlab.lab.process.reaper` works
+# too.  Protocol (faultlab/lab/process/tree.py is the other side):
+#   argv:    CONTROL_FD STATUS_FD LAB_PID CGROUP -- AGENT_ARGV...
+#            (CGROUP: "freezer" to also put the tree in a freezer cgroup of its
+#            own, whose member list is read instead of scanning all of /proc;
+#            "-" for the /proc scan alone.  The subreaper is there either way.)
+#   control: one byte per command: T (kill the tree, then exit), A (kill the
+#            agent's process group only); EOF: the lab is gone, kill the tree.
+#   status:  lines "pid N", "exit N" (the agent's status, -SIG if killed),
+#            "agent-killed", "error MESSAGE", "done" (then the supervisor exits).
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import select
+import signal
+import sys
+import time
+
+__all__ = ["main"]
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_DEATH_SIGNAL = signal.SIGUSR1  # the parent *thread* died: check whether the lab did
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_KILL_BOUND = 20.0  # seconds a freeze-kill may take before the supervisor gives up
+_TICK = 0.5  # seconds between checks that the lab is still our parent
+_FREEZER = "/sys/fs/cgroup/freezer"
+
+
+class _Tree:
+    """The supervisor's state: the agent, its status, the pipes."""
+
+    def __init__(self, control: int, status: int, lab: int) -> None:
+        self.control = control
+        self.status = status
+        self.lab = lab
+        self.agent = 0
+        self.code: int | None = None
+        self.reported = False
+        self.cgroup: str | None = None  # the case's cgroup directory, if any
+        self.stop = False  # a signal asked us to kill the tree and exit
+        self.death = False  # the parent thread died (PR_SET_PDEATHSIG)
+        self.wake_r, wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(_DEATH_SIGNAL, self._on_death)
+        for signum in _STOP_SIGNALS:
+            signal.signal(signum, self._on_stop)
+
+    def _on_death(self, *_: object) -> None:
+        self.death = True
+
+    def _on_stop(self, *_: object) -> None:
+        self.stop = True
+
+    def say(self, line: str) -> None:
+        with contextlib.suppress(OSError):  # the lab may be gone: we still clean up
+            os.write(self.status, line.encode() + b"\n")
+
+    def reap(self) -> None:
+        """Reap every exited child (orphans re-parent to us); note the agent's status."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid == self.agent:
+                self.code = os.waitstatus_to_exitcode(status)
+        if self.code is not None and not self.reported:
+            self.reported = True
+            self.say(f"exit {self.code}")
+
+    def lab_gone(self) -> bool:
+        return os.getppid() != self.lab
+
+    def pause(self, timeout: float) -> bool:
+        """Wait up to `timeout` for a signal or a command; True if a command is readable."""
+        readable, _, _ = select.select([self.control, self.wake_r], [], [], timeout)
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.wake_r, 512):
+                pass
+        return self.control in readable
+
+
+def _processes() -> dict[int, tuple[int, int, str, int]]:
+    """Every process: pid -> (ppid, pgid, state, start time), from /proc."""
+    found: dict[int, tuple[int, int, str, int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        stat = _stat(int(name))
+        if stat is not None:
+            found[int(name)] = stat
+    return found
+
+
+def _stat(pid: int) -> tuple[int, int, str, int] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    # The command name is in parentheses and may hold anything: split after it.
+    fields = data[data.rfind(b")") + 2 :].split()
+    return int(fields[1]), int(fields[2]), fields[0].decode(), int(fields[19])
+
+
+def _descendants(root: int) -> dict[int, tuple[int, int, str, int]]:
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, *_rest) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: dict[int, tuple[int, int, str, int]] = {}
+    todo = list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        found[pid] = table[pid]
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def _members(cgroup: str) -> dict[int, tuple[int, int, str, int]]:
+    try:
+        with open(f"{cgroup}/cgroup.procs", "rb") as handle:
+            pids = [int(pid) for pid in handle.read().split()]
+    except OSError:
+        return {}
+    found = {}
+    for pid in pids:
+        stat = _stat(pid)
+        if stat is not None:
+            found[pid] = stat
+    return found
+
+
+def _own_freezer() -> str | None:
+    """The directory of the freezer cgroup we are in, None if there is none."""
+    try:
+        with open("/proc/self/cgroup") as handle:
+            lines = [line.rstrip("\n").split(":", 2) for line in handle]
+    except OSError:
+        return None
+    for fields in lines:
+        if len(fields) == 3 and "freezer" in fields[1].split(","):
+            return _FREEZER + fields[2].rstrip("/")
+    return None
+
+
+def _join_cgroup(home: str) -> str | None:
+    """Make a freezer cgroup for the case under `home` and move into it, so the
+    agent is born inside; the caller moves back out after the spawn.  None
+    (and nothing changed) if cgroups cannot be written here."""
+    path = f"{home}/faultlab-case-{os.getpid()}"
+    try:
+        os.mkdir(path)
+    except OSError:
+        return None
+    try:
+        _move(path)
+    except OSError:
+        os.rmdir(path)
+        return None
+    return path
+
+
+def _move(cgroup: str) -> None:
+    with open(f"{cgroup}/cgroup.procs", "w") as handle:
+        handle.write(str(os.getpid()))
+
+
+def _send(pid: int, start: int, signum: int) -> None:
+    """Signal `pid` only if it is still the process the scan saw (its start time):
+    a pidfd opened first pins the process, so a reused pid is never signalled."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except OSError:  # no pidfds (old kernel): a start-time check, then kill
+        stat = _stat(pid)
+        if stat is not None and stat[3] == start:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+        return
+    try:
+        stat = _stat(pid)
+        if stat is not None and stat[3] == start:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signum)
+    finally:
+        os.close(pidfd)
+
+
+def freeze_kill(tree: _Tree, group: int | None, *, scan: bool = False) -> bool:
+    """SIGSTOP every live descendant (of process group `group`, or all; the
+    case's cgroup members, or with `scan` or no cgroup every process under us
+    in /proc), rescan
+    until no new one appears, SIGKILL them all, reap; repeat until none is left.
+    A stopped process cannot fork, so a fork race cannot outrun the kill.
+    Returns False if some were still left after `_KILL_BOUND` seconds."""
+    cgroup = None if scan else tree.cgroup
+    deadline = time.monotonic() + _KILL_BOUND
+    while True:
+        tree.reap()
+        live = _targets(cgroup, group)
+        if not live:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        stopped: dict[int, int] = {}
+        while new := {pid: start for pid, start in live.items() if pid not in stopped}:
+            for pid, start in new.items():
+                _send(pid, start, signal.SIGSTOP)
+            stopped.update(new)
+            live = _targets(cgroup, group)
+        for pid, start in stopped.items():
+            _send(pid, start, signal.SIGKILL)
+        tree.pause(0.005)
+
+
+def _targets(cgroup: str | None, group: int | None) -> dict[int, int]:
+    found = _members(cgroup) if cgroup else _descendants(os.getpid())
+    return {
+        pid: start
+        for pid, (_ppid, pgid, state, start) in found.items()
+        if state != "Z" and (group is None or pgid == group)
+    }
+
+
+def _finish(tree: _Tree) -> int:
+    # The cgroup's members first (fast).  Anything that left the cgroup (only
+    # root can) re-parented to us once its cgroup ancestors died: so a scan
+    # of all of /proc is needed only while we still have a live child.
+    killed = freeze_kill(tree, None)
+    if killed and tree.cgroup is not None and _has_children(tree):
+        killed = freeze_kill(tree, None, scan=True)
+    if not killed:
+        tree.say("error some processes survived the kill")
+    tree.reap()
+    if tree.cgroup is not None:
+        with contextlib.suppress(OSError):
+            os.rmdir(tree.cgroup)
+    tree.say("done")
+    return 0
+
+
+def _has_children(tree: _Tree) -> bool:
+    """Whether any child is left, live or not yet reaped (ECHILD: none)."""
+    tree.reap()
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def _spawn(tree: _Tree, argv: list[str], cgroup: bool) -> bool:
+    # Signals ignored here (Python ignores SIGPIPE and SIGXFSZ) would stay
+    # ignored across exec: the agent gets every disposition at its default.
+    defaults = {signal.Signals(n) for n in range(1, 32)} - {signal.SIGKILL, signal.SIGSTOP}
+    home = _own_freezer() if cgroup else None
+    tree.cgroup = _join_cgroup(home) if home is not None else None
+    try:
+        tree.agent = os.posix_spawnp(
+            argv[0], argv, os.environ, setsid=True, setsigdef=defaults, setsigmask=()
+        )
+    except OSError as error:
+        tree.say(f"error cannot start {argv[0]!r}: {error.strerror or error}")
+        return False
+    finally:
+        if tree.cgroup is not None and home is not None:
+            _move(home)  # the supervisor must stay out of what it kills
+    tree.say(f"pid {tree.agent}")
+    return True
+
+
+def _setup() -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        return False
+    return bool(libc.prctl(_PR_SET_PDEATHSIG, int(_DEATH_SIGNAL), 0, 0, 0) == 0)
+
+
+def main(args: list[str]) -> int:
+    if len(args) < 6 or args[4] != "--" or args[3] not in ("freezer", "-"):
+        print("usage: reaper CONTROL_FD STATUS_FD LAB_PID freezer|- -- ARGV...", file=sys.stderr)
+        return 2
+    control, status, lab = int(args[0]), int(args[1]), int(args[2])
+    for fd in (control, status):
+        os.set_inheritable(fd, False)  # the agent must never hold the lab's pipes
+    tree = _Tree(control, status, lab)
+    if not _setup():
+        tree.say(f"error prctl failed: {os.strerror(ctypes.get_errno())}")
+        return 1
+    # The lab may have died before PR_SET_PDEATHSIG was set: then no signal comes.
+    if tree.lab_gone() or not _spawn(tree, args[5:], args[3] == "freezer"):
+        return _finish(tree)
+    while True:
+        command = tree.pause(_TICK)
+        tree.reap()
+        if tree.stop or ((tree.death or not command) and tree.lab_gone()):
+            return _finish(tree)
+        tree.death = False
+        if not command:
+            continue
+        data = os.read(control, 64)
+        if not data or b"T" in data:  # EOF: every lab-side writer is gone
+            return _finish(tree)
+        if b"A" in data:
+            freeze_kill(tree, tree.agent)
+            tree.reap()
+            tree.say("agent-killed")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

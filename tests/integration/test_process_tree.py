@@ -1,0 +1,225 @@
+# A black-box agent's whole process tree is contained and killed: escaping
+# grandchildren, daemons, helpers in groups of their own, fork chains, and the
+# lab itself dying.  Real processes only; each case has a unique marker in its
+# command line, and `leftovers(marker)` over every process proves 0 remain.
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.process.tree import FREEZER, ContainedProcess, leftovers
+
+pytestmark = pytest.mark.realprocess
+
+REPO = Path(__file__).resolve().parents[2]
+AGENT = Path(__file__).with_name("targets") / "tree_agent.py"
+WITHIN = 60.0  # generous: the machine is shared
+
+
+@pytest.fixture
+def tag() -> Iterator[str]:
+    """A unique marker for one test's processes; whatever a failing test left
+    is killed afterwards, so a regression never leaves orphans on the machine."""
+    value = f"fl-tree-{uuid.uuid4().hex}"
+    yield value
+    for proc in leftovers(value):
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
+@pytest.fixture(params=["cgroup", "scan"])
+def cgroup(request: pytest.FixtureRequest) -> bool:
+    """Both ways of finding the tree: the case's freezer cgroup, /proc scans."""
+    if request.param == "cgroup" and not os.access(FREEZER, os.W_OK):
+        pytest.skip("the freezer cgroup hierarchy is not writable here")
+    return bool(request.param == "cgroup")
+
+
+def start(
+    tmp_path: Path, mode: str, tag: str, *extra: str, cgroup: bool | None = None
+) -> ContainedProcess:
+    return ContainedProcess.start(
+        [sys.executable, str(AGENT), mode, tag, str(tmp_path / "ready"), *extra],
+        cwd=tmp_path, env=dict(os.environ), stdin_path=None,
+        stdout_path=tmp_path / "out", stderr_path=tmp_path / "err", cgroup=cgroup,
+    )  # fmt: skip
+
+
+def ready(tmp_path: Path) -> list[int]:
+    path = tmp_path / "ready"
+    deadline = time.monotonic() + WITHIN
+    while not path.exists():
+        assert time.monotonic() < deadline, (tmp_path / "err").read_text()
+        time.sleep(0.01)
+    return [int(pid) for pid in path.read_text().split()]
+
+
+def gone(tag: str) -> list[psutil.Process]:
+    """What is left of `tag` once the killers had their (bounded) time."""
+    deadline = time.monotonic() + WITHIN
+    while (left := leftovers(tag)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
+
+
+def test_setsid_grandchild_ignoring_sigterm_is_killed(
+    tmp_path: Path, tag: str, cgroup: bool
+) -> None:
+    with start(tmp_path, "escape", tag, cgroup=cgroup) as proc:
+        (grandchild,) = ready(tmp_path)
+        assert os.getsid(grandchild) == grandchild != os.getsid(proc.pid)
+        # Its parent exited: it re-parented to the supervisor, not to init.
+        assert psutil.Process(grandchild).ppid() == proc.supervisor.pid
+        assert {p.pid for p in proc.descendants()} == {proc.pid, grandchild}
+        assert proc.kill_tree() == -signal.SIGKILL
+        assert leftovers(tag) == []
+
+
+def test_double_forked_daemon_is_found_and_killed(tmp_path: Path, tag: str, cgroup: bool) -> None:
+    with start(tmp_path, "daemon", tag, cgroup=cgroup) as proc:
+        (daemon,) = ready(tmp_path)
+        assert proc.wait(WITHIN) == 0
+        # Orphaned twice over, it re-parented to the supervisor, not to init.
+        assert psutil.Process(daemon).ppid() == proc.supervisor.pid
+        assert [p.pid for p in proc.descendants()] == [daemon]
+        proc.close()
+        assert leftovers(tag) == []
+
+
+def test_kill_agent_spares_a_helper_in_its_own_group(
+    tmp_path: Path, tag: str, cgroup: bool
+) -> None:
+    with start(tmp_path, "helper", tag, cgroup=cgroup) as proc:
+        helper, worker = ready(tmp_path)
+        assert proc.kill_agent() == -signal.SIGKILL
+        left = {p.pid for p in leftovers(tag)}
+        assert helper in left and worker not in left and proc.pid not in left
+        assert helper in {p.pid for p in proc.descendants()}
+        proc.close()
+        assert leftovers(tag) == []
+
+
+def test_fork_chain_is_frozen_then_killed(tmp_path: Path, tag: str, cgroup: bool) -> None:
+    with start(tmp_path, "chain", tag, cgroup=cgroup) as proc:
+        ready(tmp_path)
+        assert proc.kill_tree() == -signal.SIGKILL
+        assert leftovers(tag) == []
+
+
+def test_exit_status_of_a_normal_exit_and_of_a_sigkill(tmp_path: Path, tag: str) -> None:
+    with start(tmp_path, "exit", tag, "3") as proc:
+        assert proc.wait(WITHIN) == 3
+    (tmp_path / "second").mkdir()
+    with start(tmp_path / "second", "escape", tag) as proc:
+        (grandchild,) = ready(tmp_path / "second")
+        assert proc.wait(0) is None
+        os.kill(proc.pid, signal.SIGKILL)  # only the agent: its tree lives on
+        assert proc.wait(WITHIN) == -signal.SIGKILL
+        assert grandchild in {p.pid for p in proc.descendants()}
+    assert leftovers(tag) == []
+
+
+def test_stdin_env_and_passed_fds_reach_the_agent(tmp_path: Path, tag: str) -> None:
+    (tmp_path / "in").write_bytes(b"hello")
+    read, write = os.pipe()
+    code = "import os,sys; os.write(int(sys.argv[1]), sys.stdin.buffer.read() + os.environb[b'M'])"
+    try:
+        with ContainedProcess.start(
+            [sys.executable, "-c", code, str(write)], cwd=tmp_path,
+            env={"M": tag.encode().hex()}, stdin_path=tmp_path / "in",
+            stdout_path=tmp_path / "out", stderr_path=tmp_path / "out", pass_fds=(write,),
+        ) as proc:  # fmt: skip
+            os.close(write)
+            assert proc.wait(WITHIN) == 0, (tmp_path / "out").read_text()
+            assert os.read(read, 4096) == b"hello" + tag.encode().hex().encode()
+    finally:
+        os.close(read)
+
+
+def test_a_missing_command_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(LabUsageError, match="no-such-agent"):
+        ContainedProcess.start(
+            ["no-such-agent-xyz"], cwd=tmp_path, env={"PATH": "/usr/bin"}, stdin_path=None,
+            stdout_path=tmp_path / "out", stderr_path=tmp_path / "err",
+        )  # fmt: skip
+
+
+LAB = """
+import os, sys, time
+from faultlab.lab.process.tree import ContainedProcess
+agent, tag, ready, out = sys.argv[1:5]
+proc = ContainedProcess.start(
+    [sys.executable, agent, "escape", tag, ready], cwd=out, env=dict(os.environ),
+    stdin_path=None, stdout_path=out + "/out", stderr_path=out + "/err",
+)
+print(proc.supervisor.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_the_lab_dying_leaves_nothing(tmp_path: Path, signum: int, tag: str) -> None:
+    lab = subprocess.Popen(
+        [sys.executable, "-c", LAB, str(AGENT), tag, str(tmp_path / "ready"), str(tmp_path)],
+        stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    try:
+        assert lab.stdout is not None
+        supervisor = int(lab.stdout.readline())
+        (grandchild,) = ready(tmp_path)
+        inside = psutil.Process(supervisor).children(recursive=True)
+        assert grandchild in {p.pid for p in inside}
+        lab.send_signal(signum)
+        assert lab.wait(WITHIN) == -signum
+        assert gone(tag) == []
+        assert not psutil.pid_exists(supervisor) or (
+            psutil.Process(supervisor).status() == psutil.STATUS_ZOMBIE
+        )
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+            lab.wait(WITHIN)
+
+
+def test_the_starting_thread_ending_does_not_kill_the_tree(tmp_path: Path, tag: str) -> None:
+    # PR_SET_PDEATHSIG fires when the parent *thread* ends: the supervisor must
+    # tell that from the lab ending, and keep the tree.
+    box: list[ContainedProcess] = []
+    thread = threading.Thread(target=lambda: box.append(start(tmp_path, "helper", tag)))
+    thread.start()
+    thread.join(WITHIN)
+    (proc,) = box
+    with proc:
+        helper, _worker = ready(tmp_path)
+        # A round trip through the supervisor, after the thread's death signal.
+        assert proc.kill_agent() == -signal.SIGKILL
+        assert helper in {p.pid for p in proc.descendants()}
+    assert leftovers(tag) == []
+
+
+def test_a_process_moved_out_of_the_cgroup_is_still_killed(tmp_path: Path, tag: str) -> None:
+    if not os.access(FREEZER, os.W_OK):
+        pytest.skip("the freezer cgroup hierarchy is not writable here")
+    with start(tmp_path, "escape", tag, cgroup=True) as proc:
+        (grandchild,) = ready(tmp_path)
+        case = Path(f"/proc/{grandchild}/cgroup").read_text()
+        assert f"faultlab-case-{proc.supervisor.pid}" in case
+        # Root may leave the case's cgroup: the subreaper still holds it.
+        home = Path(FREEZER) / "cgroup.procs"
+        home.write_text(str(grandchild))
+        assert "faultlab-case" not in Path(f"/proc/{grandchild}/cgroup").read_text()
+        assert proc.kill_tree() == -signal.SIGKILL
+        assert leftovers(tag) == []
+    assert not list(Path(FREEZER).glob(f"faultlab-case-{proc.supervisor.pid}"))

@@ -5,7 +5,8 @@
 # lab asks, when the lab's control pipe reaches EOF, or when the lab dies.
 # Lean on purpose: the lab runs it as `python -I -S reaper.py` once per case
 # (few stdlib modules, no faultlab import; try/except, not contextlib, whose
-# imports cost start time); `python -m faultlab.lab.process.reaper` works too.  Protocol (faultlab/lab/process/tree.py is the other side):
+# imports cost start time); `python -m faultlab.lab.process.reaper` works too.
+# Protocol (faultlab/lab/process/tree.py is the other side):
 #   argv:    CONTROL_FD STATUS_FD LAB_PID CGROUP -- AGENT_ARGV...
 #            (CGROUP: "freezer" to also put the tree in a freezer cgroup of its
 #            own, whose member list is read instead of scanning all of /proc;

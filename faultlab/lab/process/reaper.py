@@ -3,9 +3,10 @@
 # process of the tree, so no descendant can escape it by re-parenting, whatever
 # group or session it moves to.  It kills the tree (freeze, then kill) when the
 # lab asks, when the lab's control pipe reaches EOF, or when the lab dies.
-# Lean on purpose: the lab runs it as `python -I -S reaper.py` (stdlib only, no
-# faultlab import), once per case; `python -m faultlab.lab.process.reaper` works
-# too.  Protocol (faultlab/lab/process/tree.py is the other side):
+# Lean on purpose: the lab runs it as `python -I -S reaper.py` once per case
+# (few stdlib modules, no faultlab import; try/except, not contextlib, whose
+# imports cost start time); `python -m faultlab.lab.process.reaper` works too.
+# Protocol (faultlab/lab/process/tree.py is the other side):
 #   argv:    CONTROL_FD STATUS_FD LAB_PID CGROUP -- AGENT_ARGV...
 #            (CGROUP: "freezer" to also put the tree in a freezer cgroup of its
 #            own, whose member list is read instead of scanning all of /proc;
@@ -16,7 +17,6 @@
 #            "agent-killed", "error MESSAGE", "done" (then the supervisor exits).
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import select
@@ -64,8 +64,10 @@ class _Tree:
         self.stop = True
 
     def say(self, line: str) -> None:
-        with contextlib.suppress(OSError):  # the lab may be gone: we still clean up
+        try:  # noqa: SIM105
             os.write(self.status, line.encode() + b"\n")
+        except OSError:  # the lab may be gone: we still clean up
+            pass
 
     def reap(self) -> None:
         """Reap every exited child (orphans re-parent to us); note the agent's status."""
@@ -88,9 +90,11 @@ class _Tree:
     def pause(self, timeout: float) -> bool:
         """Wait up to `timeout` for a signal or a command; True if a command is readable."""
         readable, _, _ = select.select([self.control, self.wake_r], [], [], timeout)
-        with contextlib.suppress(BlockingIOError):
+        try:
             while os.read(self.wake_r, 512):
                 pass
+        except BlockingIOError:
+            pass
         return self.control in readable
 
 
@@ -188,18 +192,19 @@ def _send(pid: int, start: int, signum: int) -> None:
     except ProcessLookupError:
         return
     except OSError:  # no pidfds (old kernel): a start-time check, then kill
-        stat = _stat(pid)
-        if stat is not None and stat[3] == start:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signum)
-        return
+        pidfd = -1
     try:
         stat = _stat(pid)
         if stat is not None and stat[3] == start:
-            with contextlib.suppress(ProcessLookupError):
+            if pidfd >= 0:
                 signal.pidfd_send_signal(pidfd, signum)
+            else:
+                os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
     finally:
-        os.close(pidfd)
+        if pidfd >= 0:
+            os.close(pidfd)
 
 
 def freeze_kill(tree: _Tree, group: int | None, *, scan: bool = False) -> bool:
@@ -249,8 +254,10 @@ def _finish(tree: _Tree) -> int:
         tree.say("error some processes survived the kill")
     tree.reap()
     if tree.cgroup is not None:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105
             os.rmdir(tree.cgroup)
+        except OSError:  # a member not yet torn down: an empty directory stays
+            pass
     tree.say("done")
     return 0
 

@@ -138,6 +138,16 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
 @opt.json
 @opt.report_dir
 @opt.no_report
+@opt.agent
+@click.option(
+    "--delays", metavar="MS,...",
+    help="With --agent: kill each boundary occurrence this many ms after it "
+    "(default 0,50,200,1000).",
+)  # fmt: skip
+@click.option(
+    "--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+    help="With --agent: run each case this many times (agents persist asynchronously).",
+)  # fmt: skip
 @opt.spawn
 @opt.backend
 @opt.drive
@@ -146,6 +156,7 @@ def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
     shard: Shard | None, timeout: float, as_json: bool, report_dir: Path, no_report: bool,
     spawn: str, faults: str, max_double_cases: int, backend: str | None, drive: str,
+    agent: str | None, delays: str | None, repeats: int,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
@@ -157,6 +168,13 @@ def explore(
     for path in paths:
         if not path.exists():
             raise UserError(f"{path}: no such scenario file or directory")
+    opt.check_agent_alone(agent, policy=policy, target=target, backend=backend, drive=drive,
+                          spawn=spawn, max_double_cases=None if max_double_cases == 24
+                          else max_double_cases)  # fmt: skip
+    if agent is not None:
+        return _explore_agent(paths, agent=agent, jobs=jobs, shard=shard, timeout=timeout,
+                              as_json=as_json, report_dir=report_dir, no_report=no_report,
+                              faults=faults, delays=delays, repeats=repeats)  # fmt: skip
     made = lab.make_target(policy=policy, target=target, backend=backend)
     lab.check_drive(drive, backend=backend)
     fault_names = lab.parse_faults(faults, drive=drive)
@@ -215,6 +233,65 @@ def explore(
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
 
 
+def _say_records(path: Path) -> None:
+    """The servers' view of a black-box case: boundaries, agent runs, the kill."""
+    if not path.is_file():
+        return
+    say("what faultlab's servers saw:")
+    for line in path.read_bytes().splitlines():
+        record = orjson.loads(line)
+        if record.get("fact") == "agent/start":
+            run, kind, turn = record.get("run"), record.get("kind"), record.get("turn")
+            say(f"  agent run {run}: {kind} (turn {turn})")
+        elif "boundary" in record:
+            what = record.get("tool") or record.get("api") or ""
+            mark = "  <- killed here" if record.get("killPoint") else ""
+            say(f"    {record['boundary']}#{record['n']} {what}{mark}")
+
+
+def _parse_delays(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(part.strip().removesuffix("ms")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UserError(f"--delays {text!r}: comma-separated milliseconds, e.g. 0,200") from None
+
+
+def _explore_agent(
+    paths: Sequence[Path], *, agent: str, jobs: int, shard: Shard | None, timeout: float,
+    as_json: bool, report_dir: Path, no_report: bool, faults: str, delays: str | None,
+    repeats: int,
+) -> int:  # fmt: skip
+    """`explore --agent`: the black-box cases of a real agent."""
+    from faultlab import lab
+
+    loaded = lab.load_scenarios(paths)
+    fault_names = ("sigkill", "sigkill-agent") if faults == "all" else tuple(
+        f.strip() for f in faults.split(",") if f.strip())  # fmt: skip
+    say(f"exploring {len(loaded)} scenario(s) with the agent {agent}, {jobs} job(s)"
+        + (f", shard {shard}" if shard else ""))  # fmt: skip
+    with lab.workdir() as work:
+        result = lab.explore_agent(
+            loaded, agent=agent, jobs=jobs, shard=shard, timeout=timeout, workdir=work,
+            progress=_Progress(), faults=fault_names, delays_ms=_parse_delays(delays),
+            repeats=repeats,
+        )  # fmt: skip
+        report = None
+        if not no_report:
+            info = lab.RunInfo(lab.new_run_id(), tuple(sys.argv), (agent,), None, timeout,
+                               "exec", None, "agent")  # fmt: skip
+            report = lab.write_report(result, info, report_dir)
+    _print_summary(result, report)
+    if not result.results:
+        say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
+    if as_json:
+        emit_json({"passed": result.passed, "counts": result.counts,
+                   "report": str(report) if report else None,
+                   "cases": [r.to_json() for r in result.results]})  # fmt: skip
+    return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
 @click.command()
 @click.argument("scenario", type=click.Path(path_type=Path))
 @click.option(
@@ -234,15 +311,33 @@ def explore(
 @opt.drive
 @click.option("--check-determinism", is_flag=True,
               help="Run the case twice; NONDETERMINISTIC if the runs differ.")  # fmt: skip
+@opt.agent
 @guarded
 def run(
     scenario: Path, occurrence: str, fault: str, policy: str | None, target: str | None,
     timeout: float, as_json: bool, spawn: str, backend: str | None, drive: str,
-    check_determinism: bool,
+    check_determinism: bool, agent: str | None,
 ) -> int:  # fmt: skip
-    """Run one case and show its timeline."""
+    """Run one case and show its timeline.
+
+    With --agent, --at is a black-box kill point: BOUNDARY[#N][@DELAY], e.g.
+    tool/applied#1@200ms (docs/agents.md).
+    """
     from faultlab import lab
 
+    opt.check_agent_alone(agent, policy=policy, target=target, backend=backend, drive=drive,
+                          spawn=spawn, check_determinism=check_determinism)  # fmt: skip
+    if agent is not None:
+        with lab.workdir() as work:
+            result = lab.run_agent_case(str(scenario), occurrence, agent=agent, fault=fault,
+                                        timeout=timeout, workdir=work)  # fmt: skip
+            say(f"case {result.case.id}: {result.verdict.upper()} in {result.seconds:.2f}s")
+            _say_records(Path(result.artifacts.get("records", "")))
+            for violation in result.violations:
+                say(f"  {violation.code} [{violation.guarantee}]: {violation.message}")
+        if as_json:
+            emit_json(result.to_json())
+        return EXIT_OK if result.passed else EXIT_VIOLATIONS
     with lab.workdir() as work:
         result = lab.run_single(
             str(scenario),

@@ -12,7 +12,9 @@ if TYPE_CHECKING:
     from faultlab.lab import Shard
 
 __all__ = [
+    "agent",
     "backend",
+    "check_agent_alone",
     "drive",
     "json",
     "no_report",
@@ -71,3 +73,17 @@ report_dir = click.option(
 )  # fmt: skip
 shard = click.option("--shard", callback=parse_shard, metavar="K/N", help="Run only shard K of N.")
 no_report = click.option("--no-report", is_flag=True, help="Write no report.")
+agent = click.option(
+    "--agent", metavar="NAME|FILE",
+    help="Crash-test a black-box agent: a bundled adapter (claude-code, codex, openai-agents, "
+    "deepseek-harness, reference) or an adapter file (docs/agents.md).",
+)  # fmt: skip
+
+
+def check_agent_alone(agent: str | None, **others: object) -> None:
+    """--agent names the target by itself: no classic-target option beside it."""
+    if agent is None:
+        return
+    for name, value in others.items():
+        if value not in (None, False, "classic", "fork"):
+            raise click.UsageError(f"--agent cannot be combined with --{name.replace('_', '-')}")

@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from faultlab.lab.campaigns.explore import (
     COVERAGE,
@@ -46,17 +47,22 @@ from faultlab.lab.read.stores import store_for
 from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import Scenario, load_scenario
 
+if TYPE_CHECKING:
+    from faultlab.lab.blackbox.drive import BlackboxOptions
+
 __all__ = [
     "DRIVES",
     "SUPPORTED_FAULTS",
     "bundled_scenarios",
     "check_drive",
+    "explore_agent",
     "explore_paths",
     "explore_scenarios",
     "load_scenarios",
     "make_target",
     "parse_faults",
     "reference_run",
+    "run_agent_case",
     "run_single",
     "workdir",
 ]
@@ -223,3 +229,43 @@ def explore_scenarios(
         raise LabUsageError(f"max double cases must be >= 0 (0: all), not {max_double}")
     return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress, faults=faults,
                    max_double=max_double, plan_progress=plan_progress)  # fmt: skip
+
+
+def _agent_options(agent: str, *, workdir: Path, timeout: float,
+                   delays_ms: Sequence[int] | None, repeats: int) -> BlackboxOptions:  # fmt: skip
+    from faultlab.lab.agents.launch import agent_launcher
+    from faultlab.lab.blackbox.drive import BlackboxOptions
+    from faultlab.lab.servers.points import DEFAULT_DELAYS_MS
+
+    delays = tuple(DEFAULT_DELAYS_MS if delays_ms is None else delays_ms)
+    if not delays:
+        raise LabUsageError("--delays: name at least one delay")
+    return BlackboxOptions(agent_launcher(agent), workdir, timeout, delays, repeats)
+
+
+def explore_agent(
+    scenarios: Sequence[tuple[str, Scenario]], *, agent: str, jobs: int = 1,
+    shard: Shard | None = None, timeout: float = 120.0, workdir: Path,
+    progress: Progress | None = None, faults: Sequence[str] = ("sigkill",),
+    delays_ms: Sequence[int] | None = None, repeats: int = 1,
+) -> ExploreResult:  # fmt: skip
+    """Every black-box case of `scenarios` for `agent` (a bundled adapter's
+    name or an adapter file): each boundary occurrence faultlab's servers saw
+    in the fault-free run, killed after each of `delays_ms`, `repeats` times."""
+    from faultlab.lab.campaigns.blackboxexplore import explore_blackbox
+
+    options = _agent_options(agent, workdir=workdir, timeout=timeout, delays_ms=delays_ms,
+                             repeats=repeats)  # fmt: skip
+    return explore_blackbox(scenarios, options, jobs=jobs, shard=shard, faults=faults,
+                            progress=progress)  # fmt: skip
+
+
+def run_agent_case(
+    scenario: str, occurrence: str, *, agent: str, fault: str = "sigkill",
+    timeout: float = 120.0, workdir: Path,
+) -> CaseResult:  # fmt: skip
+    """One black-box case: `occurrence` like `tool/applied#1@200ms`."""
+    from faultlab.lab.campaigns.blackboxexplore import run_single_blackbox
+
+    options = _agent_options(agent, workdir=workdir, timeout=timeout, delays_ms=None, repeats=1)
+    return run_single_blackbox(scenario, occurrence, fault=fault, options=options)

@@ -85,9 +85,10 @@ def check_blackbox(obs: BlackboxObservation) -> list[Violation]:
     if not resumed:
         return _no_resumed_request(obs) + found
     first = resumed[0]
-    if crash_requests and not set(_texts(crash_requests[0].user_texts())) & set(
-        _texts(first.user_texts())
-    ):
+    # Containment, not equality: an agent may merge the resume prompt into
+    # the message before it, or wrap a prompt in reminders of its own.
+    have = " \n".join(_texts(first.user_texts()))
+    if crash_requests and not any(t in have for t in _texts(crash_requests[0].user_texts())):
         found.append(Violation(
             "SESSION_NOT_FOUND",
             "the resumed agent's first request holds none of the crashed session's user "

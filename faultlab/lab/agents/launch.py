@@ -1,0 +1,127 @@
+# What the black-box drive needs of an agent, whatever describes it (a
+# bundled adapter file, a user's own): per case, the commands that run a
+# first prompt and a resumed one, with their environment and directory, and
+# where the agent keeps its session (copied into the report at the kill).
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from faultlab.lab.agents.adapter import Adapter, CaseVars, find_adapter, render, write_files
+from faultlab.lab.errors import LabUsageError
+
+__all__ = [
+    "AdapterAgent",
+    "AgentCommand",
+    "AgentLauncher",
+    "CaseAgent",
+    "CaseWiring",
+    "agent_launcher",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCommand:
+    """One agent process: argv, its whole environment, its directory."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CaseWiring:
+    """What the lab gives an agent for one case: its private directory, the
+    model server's URL, the MCP tool server's command and a session id."""
+
+    directory: Path
+    model_url: str
+    mcp_argv: tuple[str, ...]
+    session_id: str
+
+
+class CaseAgent(Protocol):
+    """An agent prepared for one case (its config files written)."""
+
+    def first(self, prompt: str) -> AgentCommand: ...
+
+    def resume(self, prompt: str) -> AgentCommand: ...
+
+    def session_files(self) -> Sequence[Path]: ...
+
+
+class AgentLauncher(Protocol):
+    """An agent as the drive uses it."""
+
+    @property
+    def name(self) -> str: ...
+
+    def prepare(self, wiring: CaseWiring) -> CaseAgent: ...
+
+
+class AdapterAgent:
+    """An adapter file as the drive's agent: `prepare` renders its templates
+    for one case; each command's environment is the adapter's own over a
+    bare PATH and locale (nothing of the lab's environment leaks in)."""
+
+    def __init__(self, adapter: Adapter, *, binary: Path | None = None,
+                 install: Path | None = None) -> None:  # fmt: skip
+        self.adapter, self._binary, self._install = adapter, binary, install
+
+    @property
+    def name(self) -> str:
+        return self.adapter.name
+
+    def prepare(self, wiring: CaseWiring) -> CaseAgent:
+        return _PreparedAdapter(self, wiring)
+
+
+class _PreparedAdapter:
+    def __init__(self, agent: AdapterAgent, wiring: CaseWiring) -> None:
+        self._agent, self._wiring = agent, wiring
+        self._home = wiring.directory / "home"
+        self._work = wiring.directory / "work"
+
+    def _command(self, prompt: str, *, resume: bool) -> AgentCommand:
+        w = self._wiring
+        variables = CaseVars(
+            model_url=w.model_url, mcp_command=w.mcp_argv[0], mcp_args=tuple(w.mcp_argv[1:]),
+            home=self._home, workdir=self._work, session_id=w.session_id, prompt=prompt,
+        )  # fmt: skip
+        launch = render(self._agent.adapter, variables, resume=resume,
+                        install_dir=self._agent._install, binary=self._agent._binary)  # fmt: skip
+        write_files(launch)
+        self._glob = launch.session_glob
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        return AgentCommand(launch.argv, env | dict(launch.env), launch.cwd)
+
+    def first(self, prompt: str) -> AgentCommand:
+        return self._command(prompt, resume=False)
+
+    def resume(self, prompt: str) -> AgentCommand:
+        return self._command(prompt, resume=True)
+
+    def session_files(self) -> Sequence[Path]:
+        pattern = getattr(self, "_glob", "")
+        if not pattern:
+            return []
+        root = Path(pattern).anchor or "/"
+        return sorted(Path(root).glob(str(Path(pattern).relative_to(root))))
+
+
+def agent_launcher(name_or_path: str) -> AdapterAgent:
+    """`--agent NAME|FILE`: a bundled adapter by name or a user's file, with
+    its installed binary.  Raises LabUsageError (not installed: how to)."""
+    from faultlab.lab.agents.install import install_dir, installed
+
+    adapter = find_adapter(name_or_path)
+    if adapter.install.kind == "builtin":
+        return AdapterAgent(adapter)
+    binary = installed(adapter)
+    if binary is None:
+        raise LabUsageError(f"agent {adapter.name} {adapter.version} is not installed "
+                            f"(run: faultlab agents install {adapter.name})")  # fmt: skip
+    return AdapterAgent(adapter, binary=binary, install=install_dir(adapter))

@@ -1,0 +1,337 @@
+# Black-box cases (`--agent NAME|FILE`): the agent, unmodified, is pointed at
+# faultlab's scripted model server and MCP tool server; the servers report
+# every boundary to the gate, which fires at the case's kill point; after
+# the kill point's delay the agent's whole process tree is SIGKILLed (or the
+# agent alone, `sigkill-agent`), the agent is resumed with the scenario's
+# resume prompt and run to the end of the script, and the oracle checks what
+# the servers saw (faultlab/lab/oracle/blackbox.py).  One turn of the script
+# is one agent process: the first prompt with the adapter's `first` command,
+# every later one (and the resume after the kill) with its `resume` command.
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from faultlab.lab.agents.launch import AgentLauncher, CaseAgent, CaseWiring
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.blackbox import BlackboxObservation, check_blackbox
+from faultlab.lab.oracle.case import Case, CaseResult, Verdict
+from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.process.reference import Reference, read_ledger, slug
+from faultlab.lab.process.tree import ContainedProcess
+from faultlab.lab.read.view import LogView
+from faultlab.lab.servers.gate import Gate, GateBridge
+from faultlab.lab.servers.model import ModelServer
+from faultlab.lab.servers.points import DEFAULT_DELAYS_MS, KillPoint, parse_kill_point
+from faultlab.scenario import Scenario
+
+__all__ = [
+    "BLACKBOX_FAULTS",
+    "BlackboxOptions",
+    "plan_blackbox_cases",
+    "run_blackbox_case",
+    "run_blackbox_reference",
+]
+
+# sigkill: the agent's whole process tree (every tool server it started, in
+# whatever process group); sigkill-agent: the agent's own group only, so a
+# tool server it put elsewhere lives on (and finishes what it was doing).
+BLACKBOX_FAULTS = ("sigkill", "sigkill-agent")
+_POLL = 0.005
+
+
+@dataclass(frozen=True, slots=True)
+class BlackboxOptions:
+    """How black-box cases run: the agent, the work dir, the per-process
+    budget, the delays each boundary occurrence is killed after, and how
+    many times each case is repeated (agents persist asynchronously)."""
+
+    agent: AgentLauncher
+    workdir: Path
+    timeout: float = 120.0
+    delays_ms: tuple[int, ...] = DEFAULT_DELAYS_MS
+    repeats: int = 1
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0:
+            raise LabUsageError(f"timeout must be positive, not {self.timeout}")
+        if self.repeats < 1:
+            raise LabUsageError(f"repeats must be at least 1, not {self.repeats}")
+        for delay in self.delays_ms:
+            KillPoint("model/request", 1, delay)  # validates the delay
+
+
+@dataclass
+class _Run:
+    """One agent process of a case."""
+
+    kind: str  # "first" | "resume"
+    turn: int
+    status: int | None = None
+    killed: bool = False
+    answer: str = ""
+
+
+@dataclass
+class _Outcome:
+    records: list[dict[str, Any]]
+    runs: list[_Run] = field(default_factory=list)
+    crash_records: int = 0  # records before the recovery started
+    hung: str | None = None
+    at_kill: dict[str, str] = field(default_factory=dict)
+
+
+def _mcp_argv(scenario_path: str, ledger: Path, gate: Path) -> tuple[str, ...]:
+    return (sys.executable, "-m", "faultlab.lab.servers.mcptools", scenario_path,
+            "--ledger", str(ledger), "--gate", str(gate))  # fmt: skip
+
+
+class _CaseRig:
+    """The servers, the gate and the agent's private directory of one case."""
+
+    def __init__(self, scenario_path: str, scenario: Scenario, options: BlackboxOptions,
+                 where: Path, armed: KillPoint | None) -> None:  # fmt: skip
+        shutil.rmtree(where, ignore_errors=True)
+        where.mkdir(parents=True)
+        self.where, self.scenario, self.options = where, scenario, options
+        self.ledger = where / "world.jsonl"
+        self.gate = Gate(armed)
+        # A Unix socket path must fit in 108 bytes: a short folder of its own.
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="faultlab-gate-"))
+        socket_path = self._socket_dir / "gate"
+        self.bridge = GateBridge(self.gate, socket_path)
+        self.model = ModelServer(scenario, self.gate)
+        self.model.start()
+        wiring = CaseWiring(where / "agent", self.model.url,
+                            _mcp_argv(scenario_path, self.ledger, socket_path),
+                            str(uuid.uuid5(uuid.NAMESPACE_URL, str(where))))  # fmt: skip
+        wiring.directory.mkdir()
+        self.agent: CaseAgent = options.agent.prepare(wiring)
+
+    def close(self) -> None:
+        self.gate.release()
+        self.model.stop()
+        self.bridge.close()
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+    def run(self, kind: str, turn: int, prompt: str, outcome: _Outcome, *, armed: bool,
+            fault: str = "sigkill") -> _Run:  # fmt: skip
+        """One agent process to its end, or to the kill when `armed` and the
+        gate fires during it."""
+        command = self.agent.first(prompt) if kind == "first" else self.agent.resume(prompt)
+        run = _Run(kind, turn)
+        outcome.runs.append(run)
+        self.gate.note("agent/start", kind=kind, turn=turn, run=len(outcome.runs))
+        name = f"run{len(outcome.runs)}-{kind}"
+        process = ContainedProcess.start(
+            list(command.argv), cwd=command.cwd or self.where / "agent", env=command.env,
+            stdin_path=None,
+            stdout_path=self.where / f"{name}.stdout", stderr_path=self.where / f"{name}.stderr",
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + self.options.timeout
+            while True:
+                status = process.wait(_POLL)
+                if status is not None:
+                    run.status = status
+                    break
+                if armed and self.gate.fired.is_set():
+                    armed_at = self.gate.armed
+                    if armed_at is not None and armed_at.delay_ms:
+                        time.sleep(armed_at.delay_ms / 1000)
+                    if fault == "sigkill-agent":
+                        process.kill_agent()
+                    else:
+                        process.kill_tree()
+                    outcome.at_kill = self._copy_session("at-kill")
+                    self.gate.release()
+                    run.killed, run.status = True, process.wait(self.options.timeout)
+                    break
+                if time.monotonic() > deadline:
+                    outcome.hung = f"{name} neither exited nor reached its kill point in " \
+                                   f"{self.options.timeout:g} s"  # fmt: skip
+                    process.kill_tree()
+                    run.status = process.wait(self.options.timeout)
+                    break
+        finally:
+            process.close()
+        run.answer = _answer(self.gate.snapshot(), len(outcome.runs))
+        return run
+
+    def _copy_session(self, name: str) -> dict[str, str]:
+        copies: dict[str, str] = {}
+        target = self.where / name
+        for index, path in enumerate(self.agent.session_files()):
+            if path.is_file():
+                target.mkdir(exist_ok=True)
+                copy = target / f"{index}-{path.name}"
+                shutil.copyfile(path, copy)
+                copies[f"{name}:{path.name}"] = str(copy)
+        return copies
+
+
+def _answer(records: Sequence[dict[str, Any]], run: int) -> str:
+    """The final answer the model server gave during agent run `run`."""
+    current, answer = 0, ""
+    for record in records:
+        if record.get("fact") == "agent/start":
+            current = int(record.get("run", 0))
+        elif current == run and record.get("fact") == "model/response" and not record.get("calls"):
+            answer = str(record.get("text") or "")
+    return answer
+
+
+def _prompts(scenario: Scenario) -> list[str]:
+    return [turn.user for turn in scenario.turns]
+
+
+def run_blackbox_reference(scenario_path: str, scenario: Scenario,
+                           options: BlackboxOptions) -> Reference:  # fmt: skip
+    """The fault-free run: every turn to its end.  Its trace is the gate's
+    records, so its occurrences are the kill points of the cases."""
+    where = options.workdir / "blackbox-reference" / slug(Path(scenario_path).name)
+    rig = _CaseRig(scenario_path, scenario, options, where, None)
+    outcome = _Outcome([])
+    try:
+        for turn, prompt in enumerate(_prompts(scenario)):
+            run = rig.run("first" if turn == 0 else "resume", turn, prompt, outcome, armed=False)
+            if run.status != 0 or outcome.hung:
+                break
+    finally:
+        rig.close()
+    records = rig.gate.snapshot()
+    _write(where / "records.jsonl", records)
+    failed = next((r for r in outcome.runs if r.status != 0), None)
+    stderr = ""
+    if failed is not None or outcome.hung:
+        index = outcome.runs.index(failed) + 1 if failed else len(outcome.runs)
+        name = f"run{index}-{outcome.runs[index - 1].kind}.stderr"
+        stderr = (outcome.hung or "") + _tail(where / name)
+    return Reference(
+        scenario=scenario, scenario_path=scenario_path, trace=tuple(records),
+        log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),
+        returncode=_returncode(failed, outcome), log_bytes=b"", stderr=stderr,
+        hung=outcome.hung is not None,
+        ground_truth="servers",
+    )  # fmt: skip
+
+
+def _returncode(failed: _Run | None, outcome: _Outcome) -> int:
+    if outcome.hung:
+        return -9
+    return 0 if failed is None else failed.status or 1
+
+
+def plan_blackbox_cases(
+    reference: Reference, options: BlackboxOptions, faults: Sequence[str] = ("sigkill",)
+) -> list[Case]:
+    """Every boundary occurrence the reference run reached, at every delay,
+    repeated `options.repeats` times, for each fault."""
+    for fault in faults:
+        if fault not in BLACKBOX_FAULTS:
+            raise LabUsageError(f"fault {fault!r} is not supported with --agent "
+                                f"(supported: {', '.join(BLACKBOX_FAULTS)})")  # fmt: skip
+    cases = []
+    for fault in faults:
+        for occurrence in reference.occurrences:
+            boundary, _, n = occurrence.partition("#")
+            for delay in options.delays_ms:
+                point = KillPoint(boundary, int(n), delay)
+                for repeat in range(1, options.repeats + 1):
+                    suffix = f"~{repeat}" if options.repeats > 1 else ""
+                    cases.append(Case(reference.scenario_path, f"{point}{suffix}", fault))
+    return cases
+
+
+def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions) -> CaseResult:
+    started = time.monotonic()
+    point = parse_kill_point(case.occurrence.partition("~")[0])
+    where = options.workdir / "blackbox-cases" / slug(case.id)
+    rig = _CaseRig(case.scenario, reference.scenario, options, where, point)
+    outcome = _Outcome([])
+    artifacts = {"dir": str(where), "records": str(where / "records.jsonl")}
+    prompts = _prompts(reference.scenario)
+    verdict: Verdict = "pass"
+    violations: list[Violation] = []
+    try:
+        killed = _crash(rig, prompts, outcome, case.fault)
+        if outcome.hung:
+            verdict, violations = "hung", [Violation("CHILD_HUNG", outcome.hung)]
+        elif killed is None:
+            ran = ", ".join(str(r.status) for r in outcome.runs)
+            message = (f"the agent never reached {point.occurrence} (the fault-free run did); "
+                       f"its runs exited {ran}")  # fmt: skip
+            verdict, violations = "drift", [Violation("DRIFT", message)]
+        else:
+            outcome.crash_records = len(rig.gate.snapshot())
+            rig.gate.disarm()
+            resume = rig.run("resume", killed, reference.scenario.resume_prompt, outcome,
+                             armed=False)  # fmt: skip
+            if resume.status == 0:
+                for turn in range(killed + 1, len(prompts)):
+                    if rig.run("resume", turn, prompts[turn], outcome, armed=False).status:
+                        break
+            violations = _judge(rig, reference, outcome, resume)
+            late = _hang(outcome)  # a recovery run that hung
+            if late is not None:
+                violations.append(Violation("CHILD_HUNG", late))
+            verdict = "fail" if violations else "pass"
+    finally:
+        rig.close()
+        records = rig.gate.snapshot()
+        _write(where / "records.jsonl", records)
+    artifacts.update(outcome.at_kill)
+    artifacts.update(rig._copy_session("final"))
+    return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
+
+
+def _hang(outcome: _Outcome) -> str | None:
+    return outcome.hung
+
+
+def _crash(rig: _CaseRig, prompts: Sequence[str], outcome: _Outcome, fault: str) -> int | None:
+    """Run the script until the kill: the turn it came in, or None."""
+    for turn, prompt in enumerate(prompts):
+        run = rig.run("first" if turn == 0 else "resume", turn, prompt, outcome, armed=True,
+                      fault=fault)  # fmt: skip
+        if run.killed:
+            return turn
+        if run.status != 0 or outcome.hung:
+            return None
+    return None
+
+
+def _judge(rig: _CaseRig, reference: Reference, outcome: _Outcome, resume: _Run) -> list[Violation]:
+    records = rig.gate.snapshot()
+    killed_run = next(i for i, r in enumerate(outcome.runs) if r.killed)
+    observation = BlackboxObservation(
+        scenario=reference.scenario, crash=tuple(records[: outcome.crash_records]),
+        resume=tuple(records[outcome.crash_records :]), ledger=read_ledger(rig.ledger),
+        reference_ledger=reference.ledger, resume_status=resume.status or 0,
+        completed=tuple(r.answer for r in outcome.runs[:killed_run] if r.status == 0),
+        resume_stderr=_tail(rig.where / f"run{outcome.runs.index(resume) + 1}-resume.stderr"),
+    )  # fmt: skip
+    return check_blackbox(observation)
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ""
+    return data[-limit:].decode("utf-8", "replace")
+
+
+def _write(path: Path, records: Sequence[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    option = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
+    path.write_bytes(b"".join(orjson.dumps(r, option=option) for r in records))

@@ -1,0 +1,97 @@
+# Exploration and single cases of a black-box agent (`--agent NAME|FILE`):
+# the same case order, sharding, worker pool, coverage check and
+# interruption path as `explore`, with the black-box reference run and
+# cases of faultlab/lab/blackbox/drive.py.
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from faultlab.lab.blackbox.drive import (
+    BLACKBOX_FAULTS,
+    BlackboxOptions,
+    plan_blackbox_cases,
+    run_blackbox_case,
+    run_blackbox_reference,
+)
+from faultlab.lab.campaigns.explore import (
+    COVERAGE,
+    ExploreResult,
+    Progress,
+    Shard,
+    coverage_result,
+    reference_failed,
+    run_exploration,
+)
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.reference import Reference
+from faultlab.lab.process.tree import close_all
+from faultlab.lab.servers.points import parse_kill_point
+from faultlab.scenario import Scenario, load_scenario
+
+__all__ = ["explore_blackbox", "parse_blackbox_faults", "run_single_blackbox"]
+
+
+def parse_blackbox_faults(faults: Sequence[str]) -> tuple[str, ...]:
+    """`all` is every black-box fault; any other name must be one."""
+    names = [n for name in faults for n in (BLACKBOX_FAULTS if name == "all" else (name,))]
+    for name in names:
+        if name not in BLACKBOX_FAULTS:
+            raise LabUsageError(f"fault {name!r} is not supported with --agent "
+                                f"(supported: {', '.join(BLACKBOX_FAULTS)})")  # fmt: skip
+    return tuple(f for f in BLACKBOX_FAULTS if f in names)
+
+
+def _run(case: Case, reference: Reference, options: BlackboxOptions) -> CaseResult:
+    if case.occurrence == COVERAGE:
+        return coverage_result(case, reference)
+    if reference.returncode != 0:
+        return reference_failed(case, reference)
+    return run_blackbox_case(case, reference, options)
+
+
+def explore_blackbox(
+    scenarios: Sequence[tuple[str, Scenario]], options: BlackboxOptions, *, jobs: int = 1,
+    shard: Shard | None = None, faults: Sequence[str] = ("sigkill",),
+    progress: Progress | None = None,
+) -> ExploreResult:  # fmt: skip
+    """Every black-box case of `scenarios` (or of shard `shard`)."""
+    if jobs < 1:
+        raise LabUsageError(f"jobs must be at least 1, not {jobs}")
+    wanted = parse_blackbox_faults(faults)
+
+    def plan(reference: Reference) -> list[Case]:
+        coverage = Case(reference.scenario_path, COVERAGE, "reference")
+        if reference.returncode != 0:
+            return [coverage]
+        return [coverage, *plan_blackbox_cases(reference, options, wanted)]
+
+    return run_exploration(
+        scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-agent",
+        reference=lambda path, scenario: run_blackbox_reference(path, scenario, options),
+        plan=plan, run=lambda case, reference: _run(case, reference, options),
+        kill=close_all,
+    )  # fmt: skip
+
+
+def run_single_blackbox(
+    scenario: str, occurrence: str, *, fault: str, options: BlackboxOptions
+) -> CaseResult:
+    """One black-box case: the fault-free run, then `occurrence` (like
+    `tool/applied#1@200ms`) with `fault`."""
+    parse_blackbox_faults([fault])
+    path = str(Path(scenario).resolve())
+    text, _, repeat = occurrence.partition("~")
+    point = None if occurrence == COVERAGE else parse_kill_point(text)
+    if repeat and not repeat.isdigit():
+        raise LabUsageError(f"{occurrence}: a repeat is ~N, like tool/applied#1@200ms~2")
+    reference = run_blackbox_reference(path, load_scenario(scenario), options)
+    if point is None:
+        return _run(Case(path, COVERAGE, "reference"), reference, options)
+    case = Case(path, f"{point}" + (f"~{repeat}" if repeat else ""), fault)
+    if reference.returncode == 0 and point.occurrence not in reference.occurrences:
+        reached = ", ".join(dict.fromkeys(reference.occurrences[:8]))
+        raise LabUsageError(f"{Path(scenario).name}: the fault-free run of the agent never "
+                            f"reaches {point.occurrence} (it reaches: {reached}, ...)")  # fmt: skip
+    return _run(case, reference, options)

@@ -214,8 +214,10 @@ def run_blackbox_reference(scenario_path: str, scenario: Scenario,
     stderr = ""
     if failed is not None or outcome.hung:
         index = outcome.runs.index(failed) + 1 if failed else len(outcome.runs)
-        name = f"run{index}-{outcome.runs[index - 1].kind}.stderr"
-        stderr = (outcome.hung or "") + _tail(where / name)
+        name = f"run{index}-{outcome.runs[index - 1].kind}"
+        # Agents in print mode report their own errors on stdout (JSON lines).
+        stderr = (outcome.hung or "") + (_tail(where / f"{name}.stderr")
+                                         or _tail(where / f"{name}.stdout", 1500))  # fmt: skip
     return Reference(
         scenario=scenario, scenario_path=scenario_path, trace=tuple(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),

@@ -152,8 +152,12 @@ def history_from_anthropic(body: Any, known: Collection[str] = ()) -> History:
                     texts.append(str(block["text"]))
             if texts:
                 out.user("\n".join(texts))
+        elif role == "system":
+            # Claude Code 2.1 sends system reminders as messages between
+            # turns (the beta Messages API takes them): not conversation.
+            continue
         else:
-            raise WireError(f"{where}: role must be user or assistant, not {role!r}")
+            raise WireError(f"{where}: role must be user, assistant or system, not {role!r}")
     return out.history()
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 
 import click
 
@@ -47,4 +48,24 @@ def list_(as_json: bool) -> int:
     for r in rows:
         mark = "installed" if r.installed else "missing"
         say(f"{r.name:<18} {r.version:<10} {r.kind:<8} {mark:<9} {r.where}")
+    return EXIT_OK
+
+
+@agents.command("findings")
+@click.argument("reports", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))  # fmt: skip
+@click.option("--write", "document", type=click.Path(dir_okay=False, path_type=Path),
+              help="Rewrite the findings table between its markers in this file "
+              "(e.g. docs/agents.md) instead of printing it.")  # fmt: skip
+@guarded
+def findings(reports: tuple[Path, ...], document: Path | None) -> int:
+    """The findings table of black-box runs (explore --agent reports)."""
+    from faultlab.lab.report.findings import findings_markdown, read_findings, write_findings
+
+    markdown = findings_markdown(read_findings(reports))
+    if document is None:
+        click.echo(markdown, nl=False)
+    else:
+        write_findings(document, markdown)
+        say(f"{document}: findings table rewritten from {len(reports)} report(s)")
     return EXIT_OK

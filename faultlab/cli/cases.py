@@ -10,7 +10,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -444,6 +444,13 @@ def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
         hint = f" (it has {len(known)} case(s), e.g. {known[0]})" if known else ""
         raise UserError(f"case {case_id!r} is not in {report_dir / 'latest'}{hint}")
     record, info = found
+    if info.get("drive") == "agent":  # a black-box case: target holds the agent
+        with lab.workdir() as work:
+            result = lab.run_agent_case(
+                record["scenario"], record["occurrence"], agent=info["target"][0],
+                fault=record["fault"], timeout=info.get("timeout", 120.0), workdir=work,
+            )  # fmt: skip
+        return _said_replay(case_id, record, result, as_json)
     with lab.workdir() as work:
         result = lab.run_single(
             record["scenario"],
@@ -457,6 +464,10 @@ def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
             backend=info.get("backend"),
             drive=info.get("drive", "classic"),
         )
+    return _said_replay(case_id, record, result, as_json)
+
+
+def _said_replay(case_id: str, record: dict[str, Any], result: CaseResult, as_json: bool) -> int:
     same = result.verdict == record["verdict"] and list(result.codes) == record["codes"]
     say(
         f"case {case_id}: {result.verdict.upper()} {list(result.codes)}; recorded "

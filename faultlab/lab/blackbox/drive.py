@@ -164,6 +164,8 @@ class _CaseRig:
                     break
         finally:
             process.close()
+            self.gate.note("agent/exit", run=len(outcome.runs), status=run.status,
+                           killed=run.killed)  # fmt: skip
         run.answer = _answer(self.gate.snapshot(), len(outcome.runs))
         return run
 

@@ -23,9 +23,7 @@ pytestmark = pytest.mark.realprocess
 
 def test_every_variant_script_is_in_the_zoo_registry() -> None:
     zoo = load_zoo(default_zoo_path())
-    # Black-box agent variants (bb_*) join the zoo once the lab drives agents
-    # (issue 20); tests/integration/test_httpagent.py shows each one's bug.
-    scripts = {p.stem for p in VARIANTS.glob("*.py") if not p.name.startswith(("_", "bb_"))}
+    scripts = {p.stem for p in VARIANTS.glob("*.py") if not p.name.startswith("_")}
     assert {v.script.stem for v in zoo.variants} == scripts
     assert len(zoo.variants) >= 17
 

@@ -240,8 +240,41 @@ def _target(variant: ZooVariant) -> list[str]:
     return [sys.executable, str(variant.script)]
 
 
+# A black-box variant or the reference agent is explored at delay 0 only:
+# the servers hold at each boundary, the one delay whose outcome does not
+# race the agent's own timers (the delays are for real agents).
+_AGENT_DELAYS = (0,)
+
+
+def variant_adapter(variant: ZooVariant, workdir: Path) -> str:
+    """An adapter file for a black-box variant: the bundled `reference`
+    adapter with the variant's script in place of the reference agent."""
+    from faultlab.lab.agents.adapter import find_adapter
+
+    reference = Path(find_adapter("reference").source).read_text(encoding="utf-8")
+    module = '"-m", "faultlab.runtime.httpagent"'
+    if module not in reference:
+        raise LabUsageError(f"the reference adapter no longer runs {module}")
+    name = variant.name.replace("_", "-")
+    text = reference.replace(module, f'"{variant.script}"').replace(
+        'name = "reference"', f'name = "{name}"'
+    )
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
 def _explore_variant(variant: ZooVariant, jobs: int, workdir: Path) -> SelftestRow:
     started = time.monotonic()
+    if variant.drive == "agent":
+        explored = api.explore_agent(
+            api.load_scenarios(variant.scenarios), agent=variant_adapter(variant, workdir),
+            jobs=jobs, timeout=variant.timeout, workdir=workdir, faults=variant.faults,
+            delays_ms=_AGENT_DELAYS,
+        )  # fmt: skip
+        return judge_variant(variant.name, variant.expect, explored.results, stage="explore",
+                             seconds=time.monotonic() - started)  # fmt: skip
     result = api.explore_scenarios(
         api.load_scenarios(variant.scenarios), target=_target(variant), jobs=jobs,
         timeout=variant.timeout, workdir=workdir, faults=variant.faults,
@@ -255,6 +288,10 @@ def _quick_case(
     case: QuickCase, target: Sequence[str] | None, timeout: float, workdir: Path, spawn: str,
     backend: str | None = None, drive: str = "classic", policy: str | None = None,
 ) -> CaseResult:  # fmt: skip
+    if drive == "agent":  # target: an adapter file (None: the reference agent)
+        agent = target[0] if target else "reference"
+        return api.run_agent_case(str(case.scenario), case.at, agent=agent, fault=case.fault,
+                                  timeout=timeout, workdir=workdir)  # fmt: skip
     return api.run_single(str(case.scenario), case.at, fault=case.fault, target=target,
                           timeout=timeout, workdir=workdir, spawn=spawn, backend=backend,
                           drive=drive, check_determinism=case.check_determinism,
@@ -263,10 +300,11 @@ def _quick_case(
 
 def _quick_variant(variant: ZooVariant, workdir: Path) -> SelftestRow:
     started = time.monotonic()
+    target = [variant_adapter(variant, workdir)] if variant.drive == "agent" else _target(variant)
     results = [
         _quick_case(
             case,
-            _target(variant),
+            target,
             variant.timeout,
             workdir / str(i),
             "exec",
@@ -380,6 +418,18 @@ def _reference_row(
         # recovery), bounded by the default max double cases.
         number = 0
         for backend, drive in _configurations(chosen):
+            if drive == "agent":  # the reference HTTP agent has no policies
+                # On the black-box variants' own scenarios: a black-box case
+                # costs whole agent processes (seconds), not a forked child.
+                used = dict.fromkeys(p for v in chosen if v.drive == "agent" for p in v.scenarios)
+                explored = api.explore_agent(
+                    api.load_scenarios(list(used)), agent="reference",
+                    jobs=jobs, timeout=timeout, workdir=workdir / str(number),
+                    faults=("sigkill", "sigkill-agent"), delays_ms=_AGENT_DELAYS,
+                )  # fmt: skip
+                number += 1
+                tagged += [("semantic", r) for r in explored.results]
+                continue
             for policy in POLICIES:
                 explored = api.explore_paths(
                     [api.bundled_scenarios()], jobs=jobs, timeout=timeout,

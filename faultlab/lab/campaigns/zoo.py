@@ -16,12 +16,14 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.double import DOUBLE_FAULT, parse_pair
 from faultlab.lab.oracle.codes import GUARANTEES
 from faultlab.lab.process.target import bundled_scenarios
+from faultlab.lab.servers.points import parse_kill_point
 from faultlab.probe import FAULTS, ProbeError, parse_occurrence
 from faultlab.scenario import BACKENDS
 
 __all__ = ["QuickCase", "Zoo", "ZooVariant", "default_zoo_path", "load_zoo"]
 
 _FORMAT = 1
+ZOO_DRIVES = (*DRIVES, "agent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,10 @@ class ZooVariant:
     # False: exhaustive exploration cannot show the bug (it needs a second run of
     # a case, say): the full selftest judges the variant by its fuzz stage only
     explore: bool = True
-    drive: str = "classic"  # "acp": the variant is an ACP agent (docs/acp.md)
+    # "acp": the variant is an ACP agent (docs/acp.md); "agent": a black-box
+    # agent (docs/agents.md): its script takes the reference HTTP agent's
+    # arguments and runs under an adapter made from the bundled `reference`
+    drive: str = "classic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +137,12 @@ class _Fields:
         return value
 
 
+def _agent_faults() -> tuple[str, ...]:
+    from faultlab.lab.blackbox.drive import BLACKBOX_FAULTS
+
+    return BLACKBOX_FAULTS
+
+
 def _acp_faults() -> tuple[str, ...]:
     # Imported only for an ACP variant: the ACP drive imports the SDK (slow).
     from faultlab.lab.acp.drive import ACP_FAULTS
@@ -182,12 +193,13 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
     if backend is not None and backend not in BACKENDS:
         fields.fail("backend", f"unknown backend {backend!r} (backends: {', '.join(BACKENDS)})")
     drive = table.get("drive", "classic")
-    if drive not in DRIVES:
-        fields.fail("drive", f"unknown drive {drive!r} (drives: {', '.join(DRIVES)})")
-    # The faults a drive can inject (the ACP drive has its own three).
-    # double-sigkill is never in "all" (docs/cli.md): a variant lists it.
-    single = _acp_faults() if drive == "acp" else FAULTS
-    possible = (*single, DOUBLE_FAULT)
+    if drive not in ZOO_DRIVES:
+        fields.fail("drive", f"unknown drive {drive!r} (drives: {', '.join(ZOO_DRIVES)})")
+    # The faults a drive can inject (the ACP drive has its own three, a
+    # black-box agent its two).  double-sigkill is never in "all"
+    # (docs/cli.md): a variant lists it.
+    single = {"acp": _acp_faults, "agent": _agent_faults}.get(drive, lambda: FAULTS)()
+    possible = (*single, DOUBLE_FAULT) if drive != "agent" else single
     faults_value = table.get("faults", "all")
     faults: tuple[str, ...] = single
     if faults_value == "all":
@@ -211,7 +223,9 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         if fault not in possible:
             inner.fail("fault", f"unknown fault {fault!r} (faults: {', '.join(possible)})")
         try:
-            if fault == DOUBLE_FAULT:
+            if drive == "agent":  # a black-box kill point: boundary#n@delay
+                at = str(parse_kill_point(at))
+            elif fault == DOUBLE_FAULT:
                 at = "+".join(parse_pair(at))
             elif at != "coverage":  # "coverage": the scenario's coverage check alone
                 boundary, n = parse_occurrence(at)

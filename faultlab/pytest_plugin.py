@@ -52,6 +52,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="Seconds a child may take (ini: faultlab_timeout).",
     )
+    group.addoption(
+        "--faultlab-agent",
+        metavar="NAME|FILE",
+        help="Crash-test a black-box agent (docs/agents.md) instead (ini: faultlab_agent).",
+    )
+    group.addoption(
+        "--faultlab-delays",
+        metavar="MS,...",
+        help="With an agent: kill delays in ms (default 0,50,200,1000; ini: faultlab_delays).",
+    )
     group.addoption("--faultlab-shard", metavar="K/N",
                     help="Keep only shard K of N of the collected faultlab cases.")  # fmt: skip
     parser.addini(
@@ -70,6 +80,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("faultlab_faults", default="all", help="Faults to inject (default: all).")
     parser.addini("faultlab_target", default="", help="Target (default: the reference runtime).")
     parser.addini("faultlab_timeout", default="60", help="Seconds a child may take.")  # fmt: skip
+    parser.addini("faultlab_agent", default="", help="A black-box agent (default: none).")
+    parser.addini("faultlab_delays", default="", help="Kill delays of an agent's cases (ms).")
 
 
 def _setting(config: pytest.Config, name: str) -> str | None:
@@ -91,7 +103,8 @@ def _options(config: pytest.Config) -> PluginOptions:
                 policy=_setting(config, "policy"), faults=_setting(config, "faults") or "all",
                 target=_setting(config, "target"), timeout=_setting(config, "timeout") or "60",
                 shard=config.getoption("--faultlab-shard"),
-                basetemp=_basetemp(config),
+                basetemp=_basetemp(config), agent=_setting(config, "agent"),
+                delays=_setting(config, "delays"),
             )  # fmt: skip
         except ValueError as exc:
             raise pytest.UsageError(f"faultlab: {exc}") from None
@@ -107,7 +120,8 @@ def _basetemp(config: pytest.Config) -> Path | None:
 @pytest.hookimpl(trylast=True)  # after pytest's tmp_path factory exists
 def pytest_configure(config: pytest.Config) -> None:
     named = any(config.getoption(f"--faultlab-{n}") is not None
-                for n in ("policy", "faults", "target", "timeout", "shard"))  # fmt: skip
+                for n in ("policy", "faults", "target", "timeout", "shard", "agent",
+                          "delays"))  # fmt: skip
     if named or config.getoption("--faultlab") or config.getini("faultlab"):
         _options(config)  # a bad option is a usage error now, not per item
 

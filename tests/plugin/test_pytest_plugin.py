@@ -158,3 +158,23 @@ def test_the_plugin_is_cheap_to_import() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+AGENT = ("--faultlab", "--faultlab-agent", "reference", "--faultlab-faults", "sigkill",
+         "--faultlab-delays", "0", "-p", "no:cacheprovider")  # fmt: skip
+
+
+def test_a_black_box_agent_is_collected_and_run(project: pytest.Pytester) -> None:
+    # The reference HTTP agent against faultlab's servers: kill points are
+    # the servers' boundaries at the delays given; the tool body kill passes.
+    collected = ids(project.runpytest("--collect-only", "-q", "scenarios/tiny-tool.toml", *AGENT))
+    assert "scenarios/tiny-tool.toml::tool/applied#1@0ms[sigkill]" in collected
+    assert "scenarios/tiny-tool.toml::model/request#1@0ms[sigkill]" in collected
+    ran = project.runpytest_subprocess("scenarios/tiny-tool.toml", *AGENT, "-k", "tool/applied")
+    assert ran.ret == 0 and ran.parseoutcomes()["passed"] == 1, ran.outlines[-5:]
+
+
+def test_an_unknown_agent_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--faultlab", "--faultlab-agent", "no-such-agent")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert any("faultlab: " in line and "no-such-agent" in line for line in result.errlines)

@@ -30,7 +30,12 @@ from faultlab.lab.process.tree import close_all
 from faultlab.lab.servers.points import parse_kill_point
 from faultlab.scenario import Scenario, load_scenario
 
-__all__ = ["explore_blackbox", "parse_blackbox_faults", "run_single_blackbox"]
+__all__ = [
+    "explore_blackbox",
+    "parse_blackbox_faults",
+    "run_blackbox_or_coverage",
+    "run_single_blackbox",
+]
 
 
 def parse_blackbox_faults(faults: Sequence[str]) -> tuple[str, ...]:
@@ -41,6 +46,13 @@ def parse_blackbox_faults(faults: Sequence[str]) -> tuple[str, ...]:
             raise LabUsageError(f"fault {name!r} is not supported with --agent "
                                 f"(supported: {', '.join(BLACKBOX_FAULTS)})")  # fmt: skip
     return tuple(f for f in BLACKBOX_FAULTS if f in names)
+
+
+def run_blackbox_or_coverage(
+    case: Case, reference: Reference, options: BlackboxOptions
+) -> CaseResult:
+    """One planned case of an exploration (its coverage check, or a crash case)."""
+    return _run(case, reference, options)
 
 
 def _run(case: Case, reference: Reference, options: BlackboxOptions) -> CaseResult:

@@ -11,6 +11,7 @@ import shlex
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import pytest
@@ -24,6 +25,9 @@ from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference, slug
 from faultlab.probe import ProbeError
 from faultlab.scenario import POLICIES, Scenario, ScenarioError, dump_scenario, load_scenario
+
+if TYPE_CHECKING:
+    from faultlab.lab.blackbox.drive import BlackboxOptions
 
 __all__ = [
     "CrashLab",
@@ -47,13 +51,20 @@ class PluginOptions:
     timeout: float
     shard: Shard | None
     workdir: Path
+    agent: str | None = None  # a black-box agent (adapter name or file) instead
+    delays_ms: tuple[int, ...] | None = None  # its kill delays (None: the defaults)
 
 
 def plugin_options(
     *, enabled: bool, policy: str | None, faults: str, target: str | None, timeout: str,
-    shard: str | None, basetemp: Path | None,
+    shard: str | None, basetemp: Path | None, agent: str | None = None,
+    delays: str | None = None,
 ) -> PluginOptions:  # fmt: skip
     """Validate the settings; ValueError with a one-line message."""
+    if agent is not None:
+        return _agent_plugin_options(enabled=enabled, policy=policy, faults=faults,
+                                     target=target, timeout=timeout, shard=shard,
+                                     basetemp=basetemp, agent=agent, delays=delays)  # fmt: skip
     if policy is not None and policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
     try:
@@ -72,6 +83,35 @@ def plugin_options(
     base = basetemp if basetemp is not None else Path(tempfile.mkdtemp(prefix="faultlab-pytest-"))
     return PluginOptions(enabled, policy, fault_names, target, seconds, parsed_shard,
                          base / "faultlab")  # fmt: skip
+
+
+def _agent_plugin_options(
+    *, enabled: bool, policy: str | None, faults: str, target: str | None, timeout: str,
+    shard: str | None, basetemp: Path | None, agent: str, delays: str | None,
+) -> PluginOptions:  # fmt: skip
+    """--faultlab-agent: a black-box agent's cases (docs/agents.md)."""
+    from faultlab.lab.agents.launch import agent_launcher
+    from faultlab.lab.campaigns.blackboxexplore import parse_blackbox_faults
+
+    if policy is not None or target is not None:
+        raise ValueError("--faultlab-agent cannot be combined with a policy or a target")
+    try:
+        seconds = float(timeout)
+        delays_ms = None if delays is None else tuple(
+            int(d.strip().removesuffix("ms")) for d in delays.split(",") if d.strip())  # fmt: skip
+    except ValueError:
+        raise ValueError(f"timeout {timeout!r} or delays {delays!r} is not a number") from None
+    if not seconds > 0:
+        raise ValueError(f"timeout must be positive, not {timeout}")
+    try:
+        agent_launcher(agent)  # an unknown or missing agent fails here
+        fault_names = parse_blackbox_faults([f.strip() for f in faults.split(",") if f.strip()])
+        parsed_shard = None if shard is None else parse_shard(shard)
+    except LabUsageError as exc:
+        raise ValueError(str(exc)) from None
+    base = basetemp if basetemp is not None else Path(tempfile.mkdtemp(prefix="faultlab-pytest-"))
+    return PluginOptions(enabled, None, fault_names, None, seconds, parsed_shard,
+                         base / "faultlab", agent, delays_ms)  # fmt: skip
 
 
 class ScenarioProblem(Exception):
@@ -93,7 +133,8 @@ def _lab(options: PluginOptions, workdir: Path) -> LabOptions:
                       options.timeout).for_jobs(pytest_workers())  # fmt: skip
 
 
-def replay_command(case: Case, *, policy: str | None, target: str | None) -> str:
+def replay_command(case: Case, *, policy: str | None, target: str | None,
+                   agent: str | None = None) -> str:  # fmt: skip
     argv = ["faultlab", "run", case.scenario, "--at", case.occurrence]
     if case.occurrence != COVERAGE:
         argv += ["--fault", case.fault]
@@ -101,6 +142,8 @@ def replay_command(case: Case, *, policy: str | None, target: str | None) -> str
         argv += ["--policy", policy]
     if target:
         argv += ["--target", target]
+    if agent:
+        argv += ["--agent", agent]
     return shlex.join(argv)
 
 
@@ -132,6 +175,7 @@ class ScenarioRun:
     cases: tuple[Case, ...]
     options: PluginOptions
     lab: LabOptions
+    blackbox: BlackboxOptions | None = None  # --faultlab-agent
 
     @staticmethod
     def item_name(case: Case) -> str:
@@ -139,10 +183,16 @@ class ScenarioRun:
 
     def run(self, case: Case) -> str | None:
         """Run `case`; None when every guarantee held, else the failure text."""
-        result = run_one(case, self.reference, self.lab)
+        if self.blackbox is not None:
+            from faultlab.lab.campaigns.blackboxexplore import run_blackbox_or_coverage
+
+            result = run_blackbox_or_coverage(case, self.reference, self.blackbox)
+        else:
+            result = run_one(case, self.reference, self.lab)
         if result.passed:
             return None
-        replay = replay_command(case, policy=self.options.policy, target=self.options.target)
+        replay = replay_command(case, policy=self.options.policy, target=self.options.target,
+                                agent=self.options.agent)  # fmt: skip
         return failure_text(result, replay)
 
 
@@ -154,11 +204,33 @@ def plan_scenario(path: Path, options: PluginOptions) -> ScenarioRun:
     except (ScenarioError, ProbeError) as exc:
         raise ScenarioProblem(str(exc)) from None
     lab = _lab(options, options.workdir / f"{next(_numbers)}-{slug(path.name)}")
+    if options.agent is not None:
+        return _plan_agent_scenario(shown, scenario, options, lab)
     reference = run_reference(shown, scenario, lab)
     cases: tuple[Case, ...] = (Case(shown, COVERAGE, "reference"),)  # it reports a failed run
     if reference.returncode == 0 and not reference.hung:
         cases = tuple(plan_cases(reference, options.faults, options=lab))
     return ScenarioRun(shown, reference, cases, options, lab)
+
+
+def _plan_agent_scenario(shown: str, scenario: Scenario, options: PluginOptions,
+                         lab: LabOptions) -> ScenarioRun:  # fmt: skip
+    from faultlab.lab.agents.launch import agent_launcher
+    from faultlab.lab.blackbox.drive import (
+        BlackboxOptions,
+        plan_blackbox_cases,
+        run_blackbox_reference,
+    )
+    from faultlab.lab.servers.points import DEFAULT_DELAYS_MS
+
+    assert options.agent is not None
+    blackbox = BlackboxOptions(agent_launcher(options.agent), lab.workdir, options.timeout,
+                               options.delays_ms or DEFAULT_DELAYS_MS)  # fmt: skip
+    reference = run_blackbox_reference(shown, scenario, blackbox)
+    cases: tuple[Case, ...] = (Case(shown, COVERAGE, "reference"),)
+    if reference.returncode == 0:
+        cases += tuple(plan_blackbox_cases(reference, blackbox, options.faults))
+    return ScenarioRun(shown, reference, cases, options, lab, blackbox)
 
 
 class CrashLab:

@@ -22,13 +22,29 @@ __all__ = ["inspect", "report"]
     type=click.Path(path_type=Path),
     help="Scenario with the tools' annotations (for the retry guidance).",
 )
+@click.option(
+    "--reader", metavar="NAME",
+    help="The log is an agent's own session log: claude-code, codex, openai-agents-sqlite or "
+    "deepseek-harness (docs/agents.md).",
+)  # fmt: skip
 @opt.json
 @guarded
-def inspect(log: Path, scenario: Path | None, as_json: bool) -> int:
+def inspect(log: Path, scenario: Path | None, as_json: bool, reader: str | None) -> int:
     """Show a session log (JSONL file, SQLite database, or a session directory):
     timeline, expected repair, validity."""
     from faultlab import lab
 
+    if reader is not None:
+        from faultlab.lab.report.agentinspect import inspect_agent_log
+
+        if not log.is_file():
+            raise UserError(f"{log}: no such session log file")
+        found = inspect_agent_log(log, reader)
+        for line in found.lines:
+            say(line)
+        if as_json:
+            emit_json(found.to_json())
+        return EXIT_OK if found.healthy else EXIT_VIOLATIONS
     if log.is_dir():
         log = lab.find_log(log)
     if not log.exists():

@@ -1,0 +1,45 @@
+# Real agents, unmodified, crash-tested end to end (`--agent`): each one is
+# killed inside charge_card's body (`tool/applied#1@0`: the card is charged,
+# the tool server holds its reply) and resumed.  What each does there is its
+# documented finding (docs/agents.md): the Agents SDK app kept no trace of
+# the call and charges again, Codex tells the model the applied call was
+# "aborted", Claude Code says the outcome is unknown and does not retry.
+# `.ci/run` installs the agents (faultlab agents install); elsewhere a test
+# whose agent is missing is skipped with the command that installs it.
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faultlab import lab
+from faultlab.lab.agents import find_adapter, installed
+from faultlab.lab.process.tree import leftovers
+
+ROOT = Path(__file__).resolve().parents[2]
+PAYMENT = str(ROOT / "scenarios" / "payment.toml")
+pytestmark = pytest.mark.realprocess
+
+
+def need(agent: str) -> None:
+    if installed(find_adapter(agent)) is None:
+        pytest.skip(f"{agent} is not installed (faultlab agents install {agent})")
+
+
+FINDINGS = [
+    ("openai-agents", {"TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"}),
+    ("codex", {"REPAIR_MISCLASSIFIED"}),
+    ("claude-code", set()),
+]
+
+
+@pytest.mark.parametrize(("agent", "codes"), FINDINGS, ids=[f[0] for f in FINDINGS])
+def test_a_kill_in_the_tool_body(tmp_path: Path, agent: str, codes: set[str]) -> None:
+    need(agent)
+    result = lab.run_agent_case(PAYMENT, "tool/applied#1@0", agent=agent, workdir=tmp_path,
+                                timeout=180)  # fmt: skip
+    assert result.verdict == ("fail" if codes else "pass"), [v.message for v in result.violations]
+    assert set(result.codes) == codes, [v.message for v in result.violations]
+    # The agent's own session, as it was at the kill, is kept for the report.
+    assert any(name.startswith("at-kill:") for name in result.artifacts), result.artifacts
+    assert leftovers(str(tmp_path)) == []

@@ -4,7 +4,8 @@ A case's wall time is the agent's processes (their start, their run against
 the scripted model and tools) plus what faultlab adds: the model server, the
 gate and its socket, the MCP config, the supervisor that contains the tree,
 the kill, copying the agent's session, the oracle.  The drive notes when each
-agent process starts and exits (`agent/start`, `agent/exit` in the case's
+agent process is running (its supervisor reported it started) and when it
+ended or the kill was issued (`agent/running`, `agent/ended` in the case's
 records), so both are measured in the same case, side by side:
 
     overhead = (case wall time - time inside agent processes) / time inside agent processes
@@ -38,9 +39,9 @@ def _agent_seconds(records_path: Path) -> float:
     total = 0.0
     for line in records_path.read_bytes().splitlines():
         record = orjson.loads(line)
-        if record.get("fact") == "agent/start":
+        if record.get("fact") == "agent/running":
             started[int(record["run"])] = float(record["t"])
-        elif record.get("fact") == "agent/exit":
+        elif record.get("fact") == "agent/ended":
             total += float(record["t"]) - started.pop(int(record["run"]), float(record["t"]))
     return total
 

@@ -137,17 +137,22 @@ class _CaseRig:
             stdin_path=None,
             stdout_path=self.where / f"{name}.stdout", stderr_path=self.where / f"{name}.stderr",
         )  # fmt: skip
+        # The agent's own time, from its exec to its exit (or to the kill):
+        # what benchmarks/blackbox_overhead.py compares the case's time with.
+        self.gate.note("agent/running", run=len(outcome.runs), pid=process.pid)
         try:
             deadline = time.monotonic() + self.options.timeout
             while True:
                 status = process.wait(_POLL)
                 if status is not None:
+                    self.gate.note("agent/ended", run=len(outcome.runs))
                     run.status = status
                     break
                 if armed and self.gate.fired.is_set():
                     armed_at = self.gate.armed
                     if armed_at is not None and armed_at.delay_ms:
                         time.sleep(armed_at.delay_ms / 1000)
+                    self.gate.note("agent/ended", run=len(outcome.runs))
                     if fault == "sigkill-agent":
                         process.kill_agent()
                     else:

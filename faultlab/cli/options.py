@@ -86,4 +86,6 @@ def check_agent_alone(agent: str | None, **others: object) -> None:
         return
     for name, value in others.items():
         if value not in (None, False, "classic", "fork"):
-            raise click.UsageError(f"--agent cannot be combined with --{name.replace('_', '-')}")
+            from faultlab.cli.output import UserError
+
+            raise UserError(f"--agent cannot be combined with --{name.replace('_', '-')}")

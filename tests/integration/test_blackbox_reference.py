@@ -38,3 +38,21 @@ def test_agent_usage_errors_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(lab.LabUsageError):
         lab.run_agent_case(PAYMENT, "tool/applied#1", agent=str(tmp_path / "none.toml"),
                            workdir=tmp_path)  # fmt: skip
+
+
+def test_the_cli_runs_a_black_box_case_and_refuses_mixed_targets(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from faultlab.cli import main
+    from faultlab.lab.campaigns.selftest import variant_adapter
+    from faultlab.lab.campaigns.zoo import default_zoo_path, load_zoo
+
+    variant = next(v for v in load_zoo(default_zoo_path()).variants if v.name == "bb_reruns_call")
+    agent = variant_adapter(variant, tmp_path)
+    ran = CliRunner().invoke(main, ["run", PAYMENT, "--agent", agent, "--at", "tool/applied#1"])
+    assert ran.exit_code == 1, ran.stderr
+    assert "tool/applied#1 charge_card  <- killed here" in ran.stderr
+    assert "SIDE_EFFECT_DUPLICATED [G6]" in ran.stderr
+    mixed = CliRunner().invoke(main, ["explore", PAYMENT, "--agent", "reference",
+                                      "--policy", "turn-only"])  # fmt: skip
+    assert mixed.exit_code == 2 and "--agent cannot be combined with --policy" in mixed.stderr

@@ -8,10 +8,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from faultlab.lab.agents.adapter import Adapter, CaseVars, find_adapter, render, write_files
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.read.agentlogs import read_agent_log
 
 __all__ = [
     "AdapterAgent",
@@ -51,6 +52,11 @@ class CaseAgent(Protocol):
     def resume(self, prompt: str) -> AgentCommand: ...
 
     def session_files(self) -> Sequence[Path]: ...
+
+    def read_session(self, path: Path) -> list[dict[str, Any]] | None:
+        """The conversation a session file holds (History.to_json()), or None
+        when it cannot be read as one."""
+        ...
 
 
 class AgentLauncher(Protocol):
@@ -103,6 +109,15 @@ class _PreparedAdapter:
 
     def resume(self, prompt: str) -> AgentCommand:
         return self._command(prompt, resume=True)
+
+    def read_session(self, path: Path) -> list[dict[str, Any]] | None:
+        reader = self._agent.adapter.session.reader
+        if reader == "faultlab-log":
+            return None  # faultlab's own format: `faultlab inspect` reads it
+        try:
+            return read_agent_log(reader, path).history.to_json()
+        except (LabUsageError, ValueError):
+            return None
 
     def session_files(self) -> Sequence[Path]:
         pattern = getattr(self, "_glob", "")

@@ -175,14 +175,21 @@ class _CaseRig:
         return run
 
     def _copy_session(self, name: str) -> dict[str, str]:
+        """The agent's session files as they are now, beside the case's
+        records (a report keeps a failure's top-level files), and what the
+        adapter's reader makes of each (`NAME-N-FILE.history.json`)."""
         copies: dict[str, str] = {}
-        target = self.where / name
         for index, path in enumerate(self.agent.session_files()):
-            if path.is_file():
-                target.mkdir(exist_ok=True)
-                copy = target / f"{index}-{path.name}"
-                shutil.copyfile(path, copy)
-                copies[f"{name}:{path.name}"] = str(copy)
+            if not path.is_file():
+                continue
+            copy = self.where / f"{name}-{index}-{path.name}"
+            shutil.copyfile(path, copy)
+            copies[f"{name}:{path.name}"] = str(copy)
+            history = self.agent.read_session(copy)
+            if history is not None:
+                shown = copy.with_name(copy.name + ".history.json")
+                shown.write_bytes(orjson.dumps(history, option=orjson.OPT_INDENT_2))
+                copies[f"{name}:{path.name}:history"] = str(shown)
         return copies
 
 

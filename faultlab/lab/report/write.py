@@ -262,6 +262,30 @@ with tempfile.TemporaryDirectory() as work:
 '''
 
 
+_AGENT_REPRO = '''\
+"""Reproduce faultlab's black-box case {case_id!r} (the agent must be installed).
+
+Run: python repro.py   (exit 0 when the same violations are found again)
+"""
+import sys
+import tempfile
+from pathlib import Path
+
+from faultlab.lab import run_agent_case
+
+SCENARIO = {scenario_text!r}
+EXPECTED = {codes!r}
+
+with tempfile.TemporaryDirectory() as work:
+    scenario = Path(work) / {scenario_name!r}
+    scenario.write_text(SCENARIO, encoding="utf-8")
+    result = run_agent_case(str(scenario), {occurrence!r}, fault={fault!r}, agent={agent!r},
+                            workdir=Path(work) / "lab")
+    print(result.verdict, list(result.codes))
+    sys.exit(0 if list(result.codes) == EXPECTED else 1)
+'''
+
+
 def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir: Path) -> None:
     into.mkdir(parents=True)
     source = Path(result.artifacts["dir"]) if "dir" in result.artifacts else None
@@ -274,6 +298,14 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
     try:
         scenario_text = Path(result.case.scenario).read_text("utf-8")
     except OSError:
+        return
+    if info.drive == "agent":  # a black-box case: the same agent, unmodified
+        repro = _AGENT_REPRO.format(
+            case_id=result.case.id, scenario_text=scenario_text, codes=list(result.codes),
+            scenario_name=Path(result.case.scenario).name, occurrence=result.case.occurrence,
+            fault=result.case.fault, agent=(info.target or ("reference",))[0],
+        )  # fmt: skip
+        (into / "repro.py").write_text(repro, encoding="utf-8")
         return
     repro = _REPRO.format(
         case_id=result.case.id, scenario_text=scenario_text, codes=list(result.codes),

@@ -18,8 +18,7 @@ PAYMENT = str(ROOT / "scenarios" / "payment.toml")
 pytestmark = pytest.mark.realprocess
 
 
-@pytest.mark.parametrize("at", ["tool/applied#1@0", "model/request#1@0", "model/chunk#2@0",
-                                "tool/replied#1@200ms"])  # fmt: skip
+@pytest.mark.parametrize("at", ["tool/applied#1@0", "model/request#1@0", "tool/replied#1@200ms"])
 def test_the_reference_agent_recovers(tmp_path: Path, at: str) -> None:
     result = lab.run_agent_case(PAYMENT, at, agent="reference", workdir=tmp_path, timeout=120)
     assert result.verdict == "pass", [v.message for v in result.violations]

@@ -4,6 +4,7 @@
 # cases of faultlab/lab/blackbox/drive.py.
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from faultlab.lab.campaigns.explore import (
 )
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import Reference
 from faultlab.lab.process.tree import close_all
 from faultlab.lab.servers.points import parse_kill_point
@@ -55,9 +57,28 @@ def run_blackbox_or_coverage(
     return _run(case, reference, options)
 
 
+def _coverage(case: Case, reference: Reference) -> CaseResult:
+    """A black-box scenario's coverage check: the servers saw some boundary,
+    and a tool call if the script makes one (an agent that never saw the MCP
+    tools would pass every tool case vacuously).  The scenario's declared
+    `boundaries` name probe boundaries, which a black box never reports."""
+    bare = dataclasses.replace(reference.scenario, boundaries=())
+    result = coverage_result(case, dataclasses.replace(reference, scenario=bare))
+    calls = any(step.tool_calls for turn in bare.turns for step in turn.steps)
+    if result.verdict != "pass" or not calls or "tool/received#1" in reference.occurrences:
+        return result
+    missing = Violation(
+        "BOUNDARY_NOT_REACHED",
+        f"{bare.name} calls tools, but the agent never called the MCP tool server in its "
+        "fault-free run (does it see the tools? the adapter's MCP config, allowed tools)",
+        {"boundary": "tool/received"},
+    )
+    return dataclasses.replace(result, verdict="fail", violations=(missing,))
+
+
 def _run(case: Case, reference: Reference, options: BlackboxOptions) -> CaseResult:
     if case.occurrence == COVERAGE:
-        return coverage_result(case, reference)
+        return _coverage(case, reference)
     if reference.returncode != 0:
         return reference_failed(case, reference)
     return run_blackbox_case(case, reference, options)

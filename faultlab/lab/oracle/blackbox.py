@@ -184,8 +184,11 @@ def _intent_and_classes(
             continue  # the model saw its result, or G7 reports the dangling call
         result = results[call.id]
         shown = classify_result(result)
+        # The real result, as the tool server sent it (an agent may wrap it:
+        # Codex adds "Wall time: ...\nOutput:\n"): the truth, not a claim.
         reply = replies.get(record.get("callId"))
-        real = reply is not None and str(reply.get("text", "")).strip() == result.text.strip()
+        sent = str(reply.get("text") or "").strip() if reply is not None else ""
+        real = bool(sent) and sent in result.text
         if record.get("callId") in applied and shown != "unknown" and not real:
             found.append(Violation(
                 "REPAIR_MISCLASSIFIED",

@@ -147,7 +147,8 @@ class ToolRunner:
         spec = self._specs.get(name)
         if spec is None:
             text = f"Tool {name!r} does not exist (tools: {', '.join(self._specs)})."
-            return ToolCallOutcome(text, True, {"callId": call_id, "tool": name, "isError": True})
+            return ToolCallOutcome(text, True, {"callId": call_id, "tool": name, "isError": True,
+                                                "text": text})  # fmt: skip
         if spec.latency_ms:
             await asyncio.sleep(spec.latency_ms / 1000)
         for k, nested in enumerate(spec.calls, 1):
@@ -163,7 +164,7 @@ class ToolRunner:
         if spec.observes is not None:
             text = f"{text}: {self._ledger.count(spec.observes)} {spec.observes} effect(s) applied"
         return ToolCallOutcome(text, spec.fails, {"callId": call_id, "tool": name,
-                                                  "isError": spec.fails})  # fmt: skip
+                                                  "isError": spec.fails, "text": text})  # fmt: skip
 
     def _apply(
         self, spec: ToolSpec | None, call_id: str, arguments: dict[str, Any], *,

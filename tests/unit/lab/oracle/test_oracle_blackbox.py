@@ -116,3 +116,15 @@ def test_a_second_charge_is_a_duplicated_effect(key: str | None) -> None:
     again = {"amount": 40, "idempotency_key": key}
     twice = (*LEDGER, {"callId": "mcp-2", "tool": "charge_card", "arguments": again, "key": key})
     assert codes(observe(GOOD, ledger=twice)) == ["SIDE_EFFECT_DUPLICATED"]
+
+
+def test_the_real_result_may_be_shown_even_wrapped_but_not_an_invented_one() -> None:
+    replied = {"boundary": "tool/replied", "tool": "charge_card", "callId": "mcp-1",
+               "isError": False, "text": "charged 40.00 EUR"}  # fmt: skip
+    wrapped = request(user(PROMPT), calling(CHARGE),
+                      result("toolu_1", "Wall time: 0.01 seconds\nOutput:\ncharged 40.00 EUR"))
+    obs = BlackboxObservation(SCENARIO, (*CRASH, replied), (wrapped,), LEDGER, LEDGER, 0)
+    assert check_blackbox(obs) == []
+    invented = request(user(PROMPT), calling(CHARGE), result("toolu_1", "charged 99 EUR"))
+    obs = BlackboxObservation(SCENARIO, (*CRASH, replied), (invented,), LEDGER, LEDGER, 0)
+    assert codes(obs) == ["REPAIR_MISCLASSIFIED"]

@@ -113,7 +113,8 @@ def run_single_blackbox(
 ) -> CaseResult:
     """One black-box case: the fault-free run, then `occurrence` (like
     `tool/applied#1@200ms`) with `fault`."""
-    parse_blackbox_faults([fault])
+    if occurrence != COVERAGE:  # a recorded coverage case has fault "reference"
+        parse_blackbox_faults([fault])
     path = str(Path(scenario).resolve())
     text, _, repeat = occurrence.partition("~")
     point = None if occurrence == COVERAGE else parse_kill_point(text)

@@ -128,6 +128,11 @@ class GateBridge:
                              name="faultlab-gate-conn").start()  # fmt: skip
 
     def _serve(self, conn: socket.socket) -> None:
+        # A killed server resets its connection mid-line: that ends it, quietly.
+        with contextlib.suppress(OSError, ValueError):
+            self._serve_lines(conn)
+
+    def _serve_lines(self, conn: socket.socket) -> None:
         with conn, conn.makefile("rb") as lines:
             for line in lines:
                 try:

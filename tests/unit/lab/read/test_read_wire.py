@@ -103,7 +103,7 @@ def test_bare_tool_name(name: str, namespace: str | None, known: tuple[str, ...]
 @pytest.mark.parametrize(("parse", "body", "words"), [
     (history_from_anthropic, [], "JSON object"),
     (history_from_anthropic, {"messages": {}}, "`messages` must be a list"),
-    (history_from_anthropic, {"messages": [{"role": "system", "content": "x"}]}, "role"),
+    (history_from_anthropic, {"messages": [{"role": "developer", "content": "x"}]}, "role"),
     (history_from_chat, {"messages": [{"role": "assistant", "tool_calls": ["x"]}]}, "tool call"),
     (history_from_responses, {"input": 3}, "`input` must be a list"),
 ])  # fmt: skip

@@ -237,8 +237,10 @@ def _matrix(result: ExploreResult) -> list[str]:
     return lines
 
 
+# One template for both kinds of case: {runner} is the lab function, {call}
+# its arguments after the scenario, the occurrence and the fault.
 _REPRO = '''\
-"""Reproduce faultlab case {case_id!r} with only faultlab installed.
+"""Reproduce faultlab case {case_id!r} with only faultlab{needs} installed.
 
 Run: python repro.py   (exit 0 when the same violations are found again)
 """
@@ -246,7 +248,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from faultlab.lab import run_single
+from faultlab.lab import {runner}
 
 SCENARIO = {scenario_text!r}
 EXPECTED = {codes!r}
@@ -254,33 +256,8 @@ EXPECTED = {codes!r}
 with tempfile.TemporaryDirectory() as work:
     scenario = Path(work) / {scenario_name!r}
     scenario.write_text(SCENARIO, encoding="utf-8")
-    result = run_single(str(scenario), {occurrence!r}, fault={fault!r}, policy={policy!r},
-                        target={target!r}, backend={backend!r}, workdir=Path(work) / "lab",
-                        drive={drive!r})
-    print(result.verdict, list(result.codes))
-    sys.exit(0 if list(result.codes) == EXPECTED else 1)
-'''
-
-
-_AGENT_REPRO = '''\
-"""Reproduce faultlab's black-box case {case_id!r} (the agent must be installed).
-
-Run: python repro.py   (exit 0 when the same violations are found again)
-"""
-import sys
-import tempfile
-from pathlib import Path
-
-from faultlab.lab import run_agent_case
-
-SCENARIO = {scenario_text!r}
-EXPECTED = {codes!r}
-
-with tempfile.TemporaryDirectory() as work:
-    scenario = Path(work) / {scenario_name!r}
-    scenario.write_text(SCENARIO, encoding="utf-8")
-    result = run_agent_case(str(scenario), {occurrence!r}, fault={fault!r}, agent={agent!r},
-                            workdir=Path(work) / "lab")
+    result = {runner}(str(scenario), {occurrence!r}, fault={fault!r}, {call}
+                        workdir=Path(work) / "lab")
     print(result.verdict, list(result.codes))
     sys.exit(0 if list(result.codes) == EXPECTED else 1)
 '''
@@ -300,18 +277,16 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
     except OSError:
         return
     if info.drive == "agent":  # a black-box case: the same agent, unmodified
-        repro = _AGENT_REPRO.format(
-            case_id=result.case.id, scenario_text=scenario_text, codes=list(result.codes),
-            scenario_name=Path(result.case.scenario).name, occurrence=result.case.occurrence,
-            fault=result.case.fault, agent=(info.target or ("reference",))[0],
-        )  # fmt: skip
-        (into / "repro.py").write_text(repro, encoding="utf-8")
-        return
+        runner, needs = "run_agent_case", " and the agent"
+        call = f"agent={(info.target or ('reference',))[0]!r},"
+    else:
+        runner, needs = "run_single", ""
+        call = (f"policy={info.policy!r}, target={list(info.target) if info.target else None!r},"
+                f" backend={info.backend!r}, drive={info.drive!r},")  # fmt: skip
     repro = _REPRO.format(
         case_id=result.case.id, scenario_text=scenario_text, codes=list(result.codes),
         scenario_name=Path(result.case.scenario).name, occurrence=result.case.occurrence,
-        fault=result.case.fault, policy=info.policy, backend=info.backend,
-        target=list(info.target) if info.target else None, drive=info.drive,
+        fault=result.case.fault, runner=runner, needs=needs, call=call,
     )  # fmt: skip
     (into / "repro.py").write_text(repro, encoding="utf-8")
 

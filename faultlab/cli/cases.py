@@ -249,15 +249,6 @@ def _say_records(path: Path) -> None:
             say(f"    {record['boundary']}#{record['n']} {what}{mark}")
 
 
-def _parse_delays(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        return [int(part.strip().removesuffix("ms")) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise UserError(f"--delays {text!r}: comma-separated milliseconds, e.g. 0,200") from None
-
-
 def _explore_agent(
     paths: Sequence[Path], *, agent: str, jobs: int, shard: Shard | None, timeout: float,
     as_json: bool, report_dir: Path, no_report: bool, faults: str, delays: str | None,
@@ -265,17 +256,17 @@ def _explore_agent(
 ) -> int:  # fmt: skip
     """`explore --agent`: the black-box cases of a real agent."""
     from faultlab import lab
+    from faultlab.lab.servers.points import parse_delays
 
     loaded = lab.load_scenarios(paths)
-    fault_names = ("sigkill", "sigkill-agent") if faults == "all" else tuple(
-        f.strip() for f in faults.split(",") if f.strip())  # fmt: skip
+    fault_names = [f.strip() for f in faults.split(",") if f.strip()]  # "all" is the lab's
     say(f"exploring {len(loaded)} scenario(s) with the agent {agent}, {jobs} job(s)"
         + (f", shard {shard}" if shard else ""))  # fmt: skip
     with lab.workdir() as work:
         result = lab.explore_agent(
             loaded, agent=agent, jobs=jobs, shard=shard, timeout=timeout, workdir=work,
-            progress=_Progress(), faults=fault_names, delays_ms=_parse_delays(delays),
-            repeats=repeats,
+            progress=_Progress(), faults=fault_names, repeats=repeats,
+            delays_ms=None if delays is None else parse_delays(delays),
         )  # fmt: skip
         report = None
         if not no_report:

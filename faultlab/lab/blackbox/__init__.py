@@ -2,6 +2,18 @@
 # faultlab's model and tool servers, killed at what those servers observe.
 from __future__ import annotations
 
-from faultlab.lab.agents.launch import AgentCommand, AgentLauncher, CaseAgent, CaseWiring
+from faultlab.lab.blackbox.drive import (
+    BLACKBOX_FAULTS,
+    BlackboxOptions,
+    plan_blackbox_cases,
+    run_blackbox_case,
+    run_blackbox_reference,
+)
 
-__all__ = ["AgentCommand", "AgentLauncher", "CaseAgent", "CaseWiring"]
+__all__ = [
+    "BLACKBOX_FAULTS",
+    "BlackboxOptions",
+    "plan_blackbox_cases",
+    "run_blackbox_case",
+    "run_blackbox_reference",
+]

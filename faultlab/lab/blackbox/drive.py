@@ -157,7 +157,7 @@ class _CaseRig:
                         process.kill_agent()
                     else:
                         process.kill_tree()
-                    outcome.at_kill = self._copy_session("at-kill")
+                    outcome.at_kill = self.copy_session("at-kill")
                     self.gate.release()
                     run.killed, run.status = True, process.wait(self.options.timeout)
                     break
@@ -174,7 +174,7 @@ class _CaseRig:
         run.answer = _answer(self.gate.snapshot(), len(outcome.runs))
         return run
 
-    def _copy_session(self, name: str) -> dict[str, str]:
+    def copy_session(self, name: str) -> dict[str, str]:
         """The agent's session files as they are now, beside the case's
         records (a report keeps a failure's top-level files), and what the
         adapter's reader makes of each (`NAME-N-FILE.history.json`)."""
@@ -306,7 +306,7 @@ def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions
         records = rig.gate.snapshot()
         _write(where / "records.jsonl", records)
     artifacts.update(outcome.at_kill)
-    artifacts.update(rig._copy_session("final"))
+    artifacts.update(rig.copy_session("final"))
     return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
 
 

@@ -50,13 +50,6 @@ def parse_blackbox_faults(faults: Sequence[str]) -> tuple[str, ...]:
     return tuple(f for f in BLACKBOX_FAULTS if f in names)
 
 
-def run_blackbox_or_coverage(
-    case: Case, reference: Reference, options: BlackboxOptions
-) -> CaseResult:
-    """One planned case of an exploration (its coverage check, or a crash case)."""
-    return _run(case, reference, options)
-
-
 def _coverage(case: Case, reference: Reference) -> CaseResult:
     """A black-box scenario's coverage check: the servers saw some boundary,
     and a tool call if the script makes one (an agent that never saw the MCP
@@ -76,7 +69,10 @@ def _coverage(case: Case, reference: Reference) -> CaseResult:
     return dataclasses.replace(result, verdict="fail", violations=(missing,))
 
 
-def _run(case: Case, reference: Reference, options: BlackboxOptions) -> CaseResult:
+def run_blackbox_or_coverage(
+    case: Case, reference: Reference, options: BlackboxOptions
+) -> CaseResult:
+    """One planned case of an exploration (its coverage check, or a crash case)."""
     if case.occurrence == COVERAGE:
         return _coverage(case, reference)
     if reference.returncode != 0:
@@ -103,7 +99,7 @@ def explore_blackbox(
     return run_exploration(
         scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-agent",
         reference=lambda path, scenario: run_blackbox_reference(path, scenario, options),
-        plan=plan, run=lambda case, reference: _run(case, reference, options),
+        plan=plan, run=lambda case, reference: run_blackbox_or_coverage(case, reference, options),
         kill=close_all,
     )  # fmt: skip
 
@@ -122,10 +118,10 @@ def run_single_blackbox(
         raise LabUsageError(f"{occurrence}: a repeat is ~N, like tool/applied#1@200ms~2")
     reference = run_blackbox_reference(path, load_scenario(scenario), options)
     if point is None:
-        return _run(Case(path, COVERAGE, "reference"), reference, options)
+        return run_blackbox_or_coverage(Case(path, COVERAGE, "reference"), reference, options)
     case = Case(path, f"{point}" + (f"~{repeat}" if repeat else ""), fault)
     if reference.returncode == 0 and point.occurrence not in reference.occurrences:
         reached = ", ".join(dict.fromkeys(reference.occurrences[:8]))
         raise LabUsageError(f"{Path(scenario).name}: the fault-free run of the agent never "
                             f"reaches {point.occurrence} (it reaches: {reached}, ...)")  # fmt: skip
-    return _run(case, reference, options)
+    return run_blackbox_or_coverage(case, reference, options)

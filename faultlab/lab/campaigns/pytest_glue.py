@@ -67,12 +67,7 @@ def plugin_options(
                                      basetemp=basetemp, agent=agent, delays=delays)  # fmt: skip
     if policy is not None and policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
-    try:
-        seconds = float(timeout)
-    except ValueError:
-        raise ValueError(f"timeout {timeout!r} is not a number of seconds") from None
-    if not seconds > 0:
-        raise ValueError(f"timeout must be positive, not {timeout}")
+    seconds = _seconds(timeout)
     try:
         fault_names = parse_faults(faults)
         parsed_shard = None if shard is None else parse_shard(shard)
@@ -85,6 +80,16 @@ def plugin_options(
                          base / "faultlab")  # fmt: skip
 
 
+def _seconds(timeout: str) -> float:
+    try:
+        seconds = float(timeout)
+    except ValueError:
+        raise ValueError(f"timeout {timeout!r} is not a number of seconds") from None
+    if not seconds > 0:
+        raise ValueError(f"timeout must be positive, not {timeout}")
+    return seconds
+
+
 def _agent_plugin_options(
     *, enabled: bool, policy: str | None, faults: str, target: str | None, timeout: str,
     shard: str | None, basetemp: Path | None, agent: str, delays: str | None,
@@ -92,18 +97,13 @@ def _agent_plugin_options(
     """--faultlab-agent: a black-box agent's cases (docs/agents.md)."""
     from faultlab.lab.agents.launch import agent_launcher
     from faultlab.lab.campaigns.blackboxexplore import parse_blackbox_faults
+    from faultlab.lab.servers.points import parse_delays
 
     if policy is not None or target is not None:
         raise ValueError("--faultlab-agent cannot be combined with a policy or a target")
+    seconds = _seconds(timeout)
     try:
-        seconds = float(timeout)
-        delays_ms = None if delays is None else tuple(
-            int(d.strip().removesuffix("ms")) for d in delays.split(",") if d.strip())  # fmt: skip
-    except ValueError:
-        raise ValueError(f"timeout {timeout!r} or delays {delays!r} is not a number") from None
-    if not seconds > 0:
-        raise ValueError(f"timeout must be positive, not {timeout}")
-    try:
+        delays_ms = None if delays is None else parse_delays(delays)
         agent_launcher(agent)  # an unknown or missing agent fails here
         fault_names = parse_blackbox_faults([f.strip() for f in faults.split(",") if f.strip()])
         parsed_shard = None if shard is None else parse_shard(shard)

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,12 +16,12 @@ from typing import Any
 import orjson
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.read.histories import Call, History, Message
+from faultlab.lab.read.histories import History
+from faultlab.lab.read.wire import WireError, history_from_anthropic, history_from_responses
 
 __all__ = [
     "AGENT_READERS",
     "AgentLog",
-    "normalise_tool_name",
     "read_agent_log",
     "read_claude_code",
     "read_codex",
@@ -38,17 +38,6 @@ class AgentLog:
     path: str
     history: History
     skipped: int = 0
-
-
-def normalise_tool_name(name: str, namespace: str | None = None) -> str:
-    """The scenario tool name: `mcp__SERVER__TOOL` (Claude Code, Codex's
-    namespace `mcp__SERVER`) and `SERVER__TOOL` prefixes stripped."""
-    if namespace and name.startswith(namespace):
-        name = name[len(namespace):]
-    if name.startswith("mcp__"):
-        name = name[len("mcp__"):]
-        name = name.split("__", 1)[1] if "__" in name else name
-    return name.lstrip("_")
 
 
 def _lines(data: bytes) -> tuple[list[dict[str, Any]], int]:
@@ -69,70 +58,22 @@ def _lines(data: bytes) -> tuple[list[dict[str, Any]], int]:
     return records, skipped
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-        return "\n".join(parts)
-    return ""
-
-
-def _arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str):
+def _parsed(
+    parse: Callable[[Any], History], key: str, items: Iterable[dict[str, Any]]
+) -> tuple[History, int]:
+    """The history of `items` read by the model server's own parser for
+    their wire (read/wire.py), so a log and a request are read alike; an item
+    of the wrong shape is skipped and counted (a log is read, never refused)."""
+    good: list[dict[str, Any]] = []
+    skipped = 0
+    for item in items:
         try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return {"_raw": raw}
-        return value if isinstance(value, dict) else {"_raw": value}
-    return {}
-
-
-def _merge(messages: Iterable[Message]) -> History:
-    """Consecutive assistant messages join into one (Claude Code writes one
-    line per content block); tool results stay separate."""
-    out: list[Message] = []
-    for m in messages:
-        if out and m.role == "assistant" and out[-1].role == "assistant":
-            last = out[-1]
-            text = "\n".join(t for t in (last.text, m.text) if t)
-            out[-1] = Message("assistant", text, last.calls + m.calls)
-        else:
-            out.append(m)
-    return History(tuple(out))
-
-
-def _anthropic_messages(role: str, content: Any) -> Iterator[Message]:
-    """One Anthropic-shaped message (Claude Code, deepseek-harness)."""
-    if role == "assistant":
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        uses = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
-        calls = tuple(Call(str(b.get("id")), normalise_tool_name(str(b.get("name"))),
-                           _arguments(b.get("input"))) for b in uses)  # fmt: skip
-        text = _text([b for b in blocks if isinstance(b, dict) and b.get("type") == "text"])
-        yield Message("assistant", text, calls)
-        return
-    if role != "user":
-        return  # Claude Code also carries role "system" messages: not conversation
-    if isinstance(content, str):
-        yield Message("user", content)
-        return
-    texts = []
-    for block in content if isinstance(content, list) else ():
-        if isinstance(block, dict) and block.get("type") == "tool_result":
-            yield Message("tool", _text(block.get("content")), (),
-                          str(block.get("tool_use_id")), bool(block.get("is_error")))  # fmt: skip
-        elif isinstance(block, dict) and block.get("type") == "text":
-            texts.append(str(block.get("text", "")))
-    if texts:
-        yield Message("user", "\n".join(texts))
+            parse({key: [item]})
+        except WireError:
+            skipped += 1
+            continue
+        good.append(item)
+    return parse({key: good}), skipped
 
 
 def read_claude_code(data: bytes, path: str = "<claude-code>") -> AgentLog:
@@ -141,33 +82,11 @@ def read_claude_code(data: bytes, path: str = "<claude-code>") -> AgentLog:
     (attachments, queue operations, api-request copies, cost) is skipped.
     Side chains (sub-agents) are left out."""
     records, skipped = _lines(data)
-    messages: list[Message] = []
-    for r in records:
-        if r.get("type") not in ("user", "assistant") or r.get("isSidechain"):
-            continue
-        message = r.get("message")
-        if isinstance(message, dict):
-            messages.extend(_anthropic_messages(str(message.get("role")), message.get("content")))
-    return AgentLog(path, _merge(messages), skipped)
-
-
-def _responses_items(items: Iterable[dict[str, Any]]) -> Iterator[Message]:
-    """OpenAI Responses input items (Codex rollouts, the Agents SDK's store)."""
-    for item in items:
-        kind = item.get("type", "message" if "role" in item else None)
-        if kind == "message":
-            role = item.get("role")
-            if role in ("user", "assistant"):
-                yield Message(role, _text(item.get("content")))
-        elif kind in ("function_call", "custom_tool_call"):
-            name = normalise_tool_name(str(item.get("name")), item.get("namespace"))
-            yield Message("assistant", "", (Call(str(item.get("call_id")), name,
-                                                 _arguments(item.get("arguments")
-                                                            or item.get("input"))),))  # fmt: skip
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            output = item.get("output")
-            text = _text(output) if not isinstance(output, dict) else _text(output.get("content"))
-            yield Message("tool", text, (), str(item.get("call_id")))
+    messages = [r["message"] for r in records
+                if r.get("type") in ("user", "assistant") and not r.get("isSidechain")
+                and isinstance(r.get("message"), dict)]  # fmt: skip
+    history, bad = _parsed(history_from_anthropic, "messages", messages)
+    return AgentLog(path, history, skipped + bad)
 
 
 def read_codex(data: bytes, path: str = "<codex>") -> AgentLog:
@@ -177,7 +96,8 @@ def read_codex(data: bytes, path: str = "<codex>") -> AgentLog:
     records, skipped = _lines(data)
     items = [r["payload"] for r in records
              if r.get("type") == "response_item" and isinstance(r.get("payload"), dict)]
-    return AgentLog(path, _merge(_responses_items(items)), skipped)
+    history, bad = _parsed(history_from_responses, "input", items)
+    return AgentLog(path, history, skipped + bad)
 
 
 def read_openai_agents_sqlite(path: str | Path, session_id: str | None = None) -> AgentLog:
@@ -208,7 +128,8 @@ def read_openai_agents_sqlite(path: str | Path, session_id: str | None = None) -
             continue
         if isinstance(value, dict):
             items.append(value)
-    return AgentLog(str(where), _merge(_responses_items(items)), skipped)
+    history, bad = _parsed(history_from_responses, "input", items)
+    return AgentLog(str(where), history, skipped + bad)
 
 
 def _zstd_decompress(data: bytes) -> bytes:
@@ -233,12 +154,11 @@ def read_deepseek_harness(data: bytes, path: str = "<deepseek-harness>") -> Agen
     if data[:4] == b"\x28\xb5\x2f\xfd":  # the zstd frame magic
         data = _zstd_decompress(data)
     records, skipped = _lines(data)
-    messages: list[Message] = []
-    for r in records:
-        message = r.get("message") if isinstance(r.get("message"), dict) else r
-        if isinstance(message, dict) and "role" in message and "content" in message:
-            messages.extend(_anthropic_messages(str(message["role"]), message["content"]))
-    return AgentLog(path, _merge(messages), skipped)
+    messages = [m for m in (r.get("message") if isinstance(r.get("message"), dict) else r
+                            for r in records)
+                if isinstance(m, dict) and "role" in m and "content" in m]  # fmt: skip
+    history, bad = _parsed(history_from_anthropic, "messages", messages)
+    return AgentLog(path, history, skipped + bad)
 
 
 def _file_reader(reader: Callable[[bytes, str], AgentLog]) -> Callable[[Path], AgentLog]:

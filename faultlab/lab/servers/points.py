@@ -13,6 +13,7 @@ __all__ = [
     "BLACKBOX_BOUNDARIES",
     "DEFAULT_DELAYS_MS",
     "KillPoint",
+    "parse_delays",
     "parse_kill_point",
 ]
 
@@ -81,3 +82,13 @@ def parse_kill_point(text: str) -> KillPoint:
         )
     delay = int(match["delay"] or 0) * (1000 if match["unit"] == "s" else 1)
     return KillPoint(match["boundary"], int(match["n"] or 1), delay)
+
+
+def parse_delays(text: str) -> tuple[int, ...]:
+    """`0,200ms,1000`: kill delays in milliseconds.  Raises LabUsageError."""
+    try:
+        return tuple(int(part.strip().removesuffix("ms")) for part in text.split(",")
+                     if part.strip())  # fmt: skip
+    except ValueError:
+        message = f"--delays {text!r}: comma-separated milliseconds, e.g. 0,200"
+        raise LabUsageError(message) from None

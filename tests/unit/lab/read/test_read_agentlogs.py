@@ -11,7 +11,6 @@ import pytest
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.agentlogs import (
-    normalise_tool_name,
     read_agent_log,
     read_claude_code,
     read_codex,
@@ -19,6 +18,7 @@ from faultlab.lab.read.agentlogs import (
     read_openai_agents_sqlite,
 )
 from faultlab.lab.read.histories import pairing_problems
+from faultlab.lab.read.wire import bare_tool_name
 
 
 def _jsonl(*records: object) -> bytes:
@@ -153,10 +153,10 @@ def test_deepseek_harness_plain_and_zstd_jsonl(tmp_path: Path) -> None:
 
 
 def test_tool_names_and_reader_errors(tmp_path: Path) -> None:
-    assert normalise_tool_name("mcp__faultlab__charge_card") == "charge_card"
-    assert normalise_tool_name("charge_card", "mcp__faultlab") == "charge_card"
-    assert normalise_tool_name("mcp__faultlab__charge_card", "mcp__faultlab") == "charge_card"
-    assert normalise_tool_name("Bash") == "Bash"
+    assert bare_tool_name("mcp__faultlab__charge_card") == "charge_card"
+    assert bare_tool_name("charge_card", "mcp__faultlab") == "charge_card"
+    assert bare_tool_name("mcp__faultlab__charge_card", "mcp__faultlab") == "charge_card"
+    assert bare_tool_name("Bash") == "Bash"
     with pytest.raises(LabUsageError, match="unknown session reader 'vim'"):
         read_agent_log("vim", tmp_path / "x")
     with pytest.raises(LabUsageError, match="cannot read the session log"):

@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -26,39 +27,61 @@ pytestmark = pytest.mark.realprocess
 REPO = Path(__file__).resolve().parents[2]
 AGENT = Path(__file__).with_name("targets") / "tree_agent.py"
 WITHIN = 60.0  # generous: the machine is shared
+PIDNS = os.geteuid() == 0  # unshare(CLONE_NEWPID) needs CAP_SYS_ADMIN
 
 
 @pytest.fixture
 def tag() -> Iterator[str]:
     """A unique marker for one test's processes; whatever a failing test left
-    is killed afterwards, so a regression never leaves orphans on the machine."""
+    is frozen and killed afterwards (a fork chain too), so a regression never
+    leaves orphans on the machine."""
     value = f"fl-tree-{uuid.uuid4().hex}"
     yield value
-    for proc in leftovers(value):
-        with contextlib.suppress(psutil.Error):
-            proc.kill()
+    deadline = time.monotonic() + WITHIN
+    while (left := leftovers(value)) and time.monotonic() < deadline:
+        for proc in left:
+            with contextlib.suppress(psutil.Error):
+                proc.suspend()
+        for proc in left:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
 
 
-@pytest.fixture(params=["cgroup", "scan"])
-def cgroup(request: pytest.FixtureRequest) -> bool:
-    """Both ways of finding the tree: the case's freezer cgroup, /proc scans."""
+@dataclass(frozen=True)
+class How:
+    """One way of containing the tree."""
+
+    cgroup: bool
+    pidns: bool
+
+
+@pytest.fixture(params=["pidns", "scan", "cgroup"])
+def how(request: pytest.FixtureRequest) -> How:
+    """Every way of finding and killing the tree: a PID namespace of its own
+    (the default where the kernel allows it), /proc scans under the
+    subreaper, the case's freezer cgroup."""
+    if request.param == "pidns" and not PIDNS:
+        pytest.skip("unshare(CLONE_NEWPID) is not allowed here (needs root)")
     if request.param == "cgroup" and os.environ.get("FAULTLAB_CGROUP") != "1":
-        # Opt-in like the lab's own use (docs/decisions.md): cgroup churn kept
-        # this sandbox's init busy.
+        # Opt-in like the lab's own use (docs/decisions.md).
         pytest.skip("per-case freezer cgroups are opt-in: FAULTLAB_CGROUP=1")
     if request.param == "cgroup" and not os.access(FREEZER, os.W_OK):
         pytest.skip("the freezer cgroup hierarchy is not writable here")
-    return bool(request.param == "cgroup")
+    return How(cgroup=request.param == "cgroup", pidns=request.param == "pidns")
 
 
 def start(
-    tmp_path: Path, mode: str, tag: str, *extra: str, cgroup: bool | None = None
+    tmp_path: Path, mode: str, tag: str, *extra: str, how: How | None = None
 ) -> ContainedProcess:
-    return ContainedProcess.start(
+    proc = ContainedProcess.start(
         [sys.executable, str(AGENT), mode, tag, str(tmp_path / "ready"), *extra],
         cwd=tmp_path, env=dict(os.environ), stdin_path=None,
-        stdout_path=tmp_path / "out", stderr_path=tmp_path / "err", cgroup=cgroup,
+        stdout_path=tmp_path / "out", stderr_path=tmp_path / "err",
+        cgroup=how.cgroup if how else None, pidns=how.pidns if how else None,
     )  # fmt: skip
+    if how is not None:
+        assert proc.namespaced == how.pidns
+    return proc
 
 
 def ready(tmp_path: Path) -> list[int]:
@@ -78,34 +101,30 @@ def gone(tag: str) -> list[psutil.Process]:
     return left
 
 
-def test_setsid_grandchild_ignoring_sigterm_is_killed(
-    tmp_path: Path, tag: str, cgroup: bool
-) -> None:
-    with start(tmp_path, "escape", tag, cgroup=cgroup) as proc:
+def test_setsid_grandchild_ignoring_sigterm_is_killed(tmp_path: Path, tag: str, how: How) -> None:
+    with start(tmp_path, "escape", tag, how=how) as proc:
         (grandchild,) = ready(tmp_path)
         assert os.getsid(grandchild) == grandchild != os.getsid(proc.pid)
-        # Its parent exited: it re-parented to the supervisor, not to init.
-        assert psutil.Process(grandchild).ppid() == proc.supervisor.pid
+        # Its parent exited: it re-parented inside the tree, not to init.
+        assert psutil.Process(grandchild).ppid() == proc.orphans_parent
         assert {p.pid for p in proc.descendants()} == {proc.pid, grandchild}
         assert proc.kill_tree() == -signal.SIGKILL
         assert leftovers(tag) == []
 
 
-def test_double_forked_daemon_is_found_and_killed(tmp_path: Path, tag: str, cgroup: bool) -> None:
-    with start(tmp_path, "daemon", tag, cgroup=cgroup) as proc:
+def test_double_forked_daemon_is_found_and_killed(tmp_path: Path, tag: str, how: How) -> None:
+    with start(tmp_path, "daemon", tag, how=how) as proc:
         (daemon,) = ready(tmp_path)
         assert proc.wait(WITHIN) == 0
-        # Orphaned twice over, it re-parented to the supervisor, not to init.
-        assert psutil.Process(daemon).ppid() == proc.supervisor.pid
+        # Orphaned twice over, it re-parented inside the tree, not to init.
+        assert psutil.Process(daemon).ppid() == proc.orphans_parent
         assert [p.pid for p in proc.descendants()] == [daemon]
         proc.close()
         assert leftovers(tag) == []
 
 
-def test_kill_agent_spares_a_helper_in_its_own_group(
-    tmp_path: Path, tag: str, cgroup: bool
-) -> None:
-    with start(tmp_path, "helper", tag, cgroup=cgroup) as proc:
+def test_kill_agent_spares_a_helper_in_its_own_group(tmp_path: Path, tag: str, how: How) -> None:
+    with start(tmp_path, "helper", tag, how=how) as proc:
         helper, worker = ready(tmp_path)
         assert proc.kill_agent() == -signal.SIGKILL
         left = {p.pid for p in leftovers(tag)}
@@ -115,8 +134,8 @@ def test_kill_agent_spares_a_helper_in_its_own_group(
         assert leftovers(tag) == []
 
 
-def test_fork_chain_is_frozen_then_killed(tmp_path: Path, tag: str, cgroup: bool) -> None:
-    with start(tmp_path, "chain", tag, cgroup=cgroup) as proc:
+def test_fork_chain_is_frozen_then_killed(tmp_path: Path, tag: str, how: How) -> None:
+    with start(tmp_path, "chain", tag, how=how) as proc:
         ready(tmp_path)
         assert proc.kill_tree() == -signal.SIGKILL
         assert leftovers(tag) == []
@@ -218,7 +237,7 @@ def test_a_process_moved_out_of_the_cgroup_is_still_killed(tmp_path: Path, tag: 
         pytest.skip("per-case freezer cgroups are opt-in: FAULTLAB_CGROUP=1")
     if not os.access(FREEZER, os.W_OK):
         pytest.skip("the freezer cgroup hierarchy is not writable here")
-    with start(tmp_path, "escape", tag, cgroup=True) as proc:
+    with start(tmp_path, "escape", tag, how=How(cgroup=True, pidns=False)) as proc:
         (grandchild,) = ready(tmp_path)
         case = Path(f"/proc/{grandchild}/cgroup").read_text()
         assert f"faultlab-case-{proc.supervisor.pid}" in case
@@ -229,3 +248,18 @@ def test_a_process_moved_out_of_the_cgroup_is_still_killed(tmp_path: Path, tag: 
         assert proc.kill_tree() == -signal.SIGKILL
         assert leftovers(tag) == []
     assert not list(Path(FREEZER).glob(f"faultlab-case-{proc.supervisor.pid}"))
+
+
+@pytest.mark.skipif(not PIDNS, reason="unshare(CLONE_NEWPID) is not allowed here (needs root)")
+@pytest.mark.parametrize("mode", ["chain", "escape", "daemon"])
+def test_the_supervisor_sigkilled_takes_its_namespace_along(
+    tmp_path: Path, mode: str, tag: str
+) -> None:
+    # The one death no supervisor can clean up after: the kernel does, because
+    # the namespace's init dies with it (PDEATHSIG) and takes every process of
+    # the namespace along.  A fork chain here once outlived /proc-scan kills.
+    with start(tmp_path, mode, tag, how=How(cgroup=False, pidns=True)) as proc:
+        ready(tmp_path)
+        proc.supervisor.kill()
+        proc.supervisor.wait(WITHIN)
+        assert gone(tag) == []

@@ -1,19 +1,29 @@
 # The per-case supervisor of a black-box agent (Linux only): it makes itself a
 # child subreaper, spawns the agent in a session of its own and reaps every
 # process of the tree, so no descendant can escape it by re-parenting, whatever
-# group or session it moves to.  It kills the tree (freeze, then kill) when the
-# lab asks, when the lab's control pipe reaches EOF, or when the lab dies.
+# group or session it moves to.  Where it may (root, here and in CI) it also
+# gives the tree a PID namespace of its own under a tiny init: killing that
+# init makes the kernel kill every process of the namespace at once, so no
+# fork race can outrun the kill and the tree dies with the supervisor even if
+# the supervisor is SIGKILLed.  Elsewhere it freezes, then kills, what it finds.
+# It kills the tree when the lab asks, when the lab's control pipe reaches
+# EOF, or when the lab dies.
 # Lean on purpose: the lab runs it as `python -I -S reaper.py` once per case
 # (few stdlib modules, no faultlab import; try/except, not contextlib, whose
 # imports cost start time); `python -m faultlab.lab.process.reaper` works too.
 # Protocol (faultlab/lab/process/tree.py is the other side):
-#   argv:    CONTROL_FD STATUS_FD LAB_PID CGROUP -- AGENT_ARGV...
-#            (CGROUP: "freezer" to also put the tree in a freezer cgroup of its
-#            own, whose member list is read instead of scanning all of /proc;
-#            "-" for the /proc scan alone.  The subreaper is there either way.)
+#   argv:    CONTROL_FD STATUS_FD LAB_PID OPTIONS -- AGENT_ARGV...
+#            (OPTIONS: "-" or a comma list of "freezer", to also put the tree
+#            in a freezer cgroup of its own, whose member list is read instead
+#            of scanning all of /proc, and "pidns", to give the tree a PID
+#            namespace when unshare(CLONE_NEWPID) is allowed.  The subreaper is
+#            there either way.)
 #   control: one byte per command: T (kill the tree, then exit), A (kill the
 #            agent's process group only); EOF: the lab is gone, kill the tree.
-#   status:  lines "pid N", "exit N" (the agent's status, -SIG if killed),
+#   status:  lines "pid N" or "pid N pidns INIT" (the agent's pid as the lab
+#            sees it; "pidns": the tree has its own PID namespace, whose init,
+#            the parent of its orphans, is INIT), "exit N" (the
+#            agent's status, -SIG if killed),
 #            "agent-killed", "error MESSAGE", "done" (then the supervisor exits).
 from __future__ import annotations
 
@@ -28,6 +38,7 @@ __all__ = ["main"]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
+_CLONE_NEWPID = 0x20000000
 _DEATH_SIGNAL = signal.SIGUSR1  # the parent *thread* died: check whether the lab did
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _KILL_BOUND = 20.0  # seconds a freeze-kill may take before the supervisor gives up
@@ -46,6 +57,10 @@ class _Tree:
         self.code: int | None = None
         self.reported = False
         self.cgroup: str | None = None  # the case's cgroup directory, if any
+        self.init = 0  # the PID namespace's init (our child), 0 if none or reaped
+        self.init_report = -1  # its reports: "spawned", "error ...", "exit N"
+        self.init_buffer = b""
+        self.init_go = -1  # our end of its go-ahead pipe (EOF: we are gone)
         self.stop = False  # a signal asked us to kill the tree and exit
         self.death = False  # the parent thread died (PR_SET_PDEATHSIG)
         self.wake_r, wake_w = os.pipe()
@@ -78,18 +93,39 @@ class _Tree:
                 break
             if pid == 0:
                 break
-            if pid == self.agent:
+            if pid == self.init:
+                self.init = 0  # the namespace is gone, and all of the tree with it
+                self.read_init()
+                if self.code is None:
+                    self.code = -int(signal.SIGKILL)
+            elif pid == self.agent:
                 self.code = os.waitstatus_to_exitcode(status)
+        self.read_init()
         if self.code is not None and not self.reported:
             self.reported = True
             self.say(f"exit {self.code}")
+
+    def read_init(self) -> None:
+        """Take the namespace init's "exit N" report of the agent, if one came."""
+        if self.init_report < 0:
+            return
+        try:
+            while data := os.read(self.init_report, 512):
+                self.init_buffer += data
+        except BlockingIOError:
+            pass
+        *lines, self.init_buffer = self.init_buffer.split(b"\n")
+        for line in lines:
+            if line.startswith(b"exit ") and self.code is None:
+                self.code = int(line.split()[1])
 
     def lab_gone(self) -> bool:
         return os.getppid() != self.lab
 
     def pause(self, timeout: float) -> bool:
         """Wait up to `timeout` for a signal or a command; True if a command is readable."""
-        readable, _, _ = select.select([self.control, self.wake_r], [], [], timeout)
+        watched = [self.control, self.wake_r] + ([self.init_report] if self.init else [])
+        readable, _, _ = select.select(watched, [], [], timeout)
         try:
             while os.read(self.wake_r, 512):
                 pass
@@ -243,7 +279,24 @@ def _targets(cgroup: str | None, group: int | None) -> dict[int, int]:
     }
 
 
+def _end_namespace(tree: _Tree) -> None:
+    """SIGKILL the namespace's init: the kernel then kills every process of the
+    namespace before init's own exit can be reaped, so no fork can outrun it."""
+    if not tree.init:
+        return
+    try:
+        os.kill(tree.init, signal.SIGKILL)  # our unreaped child: its pid is not reused
+        os.waitpid(tree.init, 0)
+    except ChildProcessError:
+        pass
+    tree.init = 0
+    tree.read_init()
+    if tree.code is None:
+        tree.code = -int(signal.SIGKILL)
+
+
 def _finish(tree: _Tree) -> int:
+    _end_namespace(tree)
     # The cgroup's members first (fast).  Anything that left the cgroup (only
     # root can) re-parented to us once its cgroup ancestors died: so a scan
     # of all of /proc is needed only while we still have a live child.
@@ -272,12 +325,26 @@ def _has_children(tree: _Tree) -> bool:
     return True
 
 
-def _spawn(tree: _Tree, argv: list[str], cgroup: bool) -> bool:
+def _spawn(tree: _Tree, argv: list[str], options: set[str]) -> bool:
     # Signals ignored here (Python ignores SIGPIPE and SIGXFSZ) would stay
     # ignored across exec: the agent gets every disposition at its default.
     defaults = {signal.Signals(n) for n in range(1, 32)} - {signal.SIGKILL, signal.SIGSTOP}
-    home = _own_freezer() if cgroup else None
+    home = _own_freezer() if "freezer" in options else None
     tree.cgroup = _join_cgroup(home) if home is not None else None
+    try:
+        if "pidns" in options and _unshare_pid():
+            started = _spawn_in_namespace(tree, argv, defaults)
+        else:
+            started = _spawn_here(tree, argv, defaults)
+    finally:
+        if tree.cgroup is not None and home is not None:
+            _move(home)  # the supervisor must stay out of what it kills
+    if started:
+        tree.say(f"pid {tree.agent}" + (f" pidns {tree.init}" if tree.init else ""))
+    return started
+
+
+def _spawn_here(tree: _Tree, argv: list[str], defaults: set[signal.Signals]) -> bool:
     try:
         tree.agent = os.posix_spawnp(
             argv[0], argv, os.environ, setsid=True, setsigdef=defaults, setsigmask=()
@@ -285,11 +352,86 @@ def _spawn(tree: _Tree, argv: list[str], cgroup: bool) -> bool:
     except OSError as error:
         tree.say(f"error cannot start {argv[0]!r}: {error.strerror or error}")
         return False
-    finally:
-        if tree.cgroup is not None and home is not None:
-            _move(home)  # the supervisor must stay out of what it kills
-    tree.say(f"pid {tree.agent}")
     return True
+
+
+def _unshare_pid() -> bool:
+    """Make our next child the init of a new PID namespace; False if not allowed."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    return bool(libc.unshare(_CLONE_NEWPID) == 0)
+
+
+def _spawn_in_namespace(tree: _Tree, argv: list[str], defaults: set[signal.Signals]) -> bool:
+    report_r, report_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # PID 1 of the tree's namespace
+        os.close(report_r)
+        os.close(go_w)
+        _namespace_init(tree, argv, defaults, report_w, go_r)
+    os.close(report_w)
+    os.close(go_r)
+    tree.init, tree.init_report, tree.init_go = pid, report_r, go_w
+    first = b""
+    while not first.endswith(b"\n"):
+        data = os.read(report_r, 512)  # init answers at once, or dies (EOF)
+        if not data:
+            break
+        first += data
+    line, _, rest = first.partition(b"\n")
+    tree.init_buffer = rest
+    if line != b"spawned":
+        message = line.decode(errors="replace")[len("error ") :] or "the namespace init died"
+        tree.say(f"error {message}")
+        return False
+    # The agent cannot be reaped before the go-ahead: find its pid as the lab sees it.
+    children = [p for p, (ppid, *_rest) in _processes().items() if ppid == pid]
+    if not children:
+        tree.say("error the agent started in its namespace but cannot be found in /proc")
+        return False
+    tree.agent = children[0]
+    os.set_blocking(report_r, False)
+    os.write(go_w, b"g")
+    return True
+
+
+def _namespace_init(
+    tree: _Tree, argv: list[str], defaults: set[signal.Signals], report: int, go: int
+) -> None:
+    """The namespace's init: start the agent, reap every orphan of the tree,
+    report the agent's status; it dies with the supervisor (PDEATHSIG)."""
+    code = 0
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        signal.set_wakeup_fd(-1)
+        for signum in (signal.SIGCHLD, _DEATH_SIGNAL, *_STOP_SIGNALS):
+            signal.signal(signum, signal.SIG_DFL)
+        for fd in (tree.control, tree.status, tree.wake_r):
+            os.close(fd)
+        try:
+            agent = os.posix_spawnp(
+                argv[0], argv, os.environ, setsid=True, setsigdef=defaults, setsigmask=()
+            )
+        except OSError as error:
+            reason = error.strerror or error
+            os.write(report, f"error cannot start {argv[0]!r}: {reason}\n".encode())
+            return
+        os.write(report, b"spawned\n")
+        if not os.read(go, 1):  # the supervisor died before PDEATHSIG was set
+            return
+        while True:
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                os.read(go, 1)  # nothing left to reap: wait for the end (EOF)
+                return
+            if pid == agent:
+                os.write(report, f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+    except BaseException:  # init must never return into the supervisor's code
+        code = 1
+    finally:
+        os._exit(code)
 
 
 def _setup() -> bool:
@@ -300,8 +442,9 @@ def _setup() -> bool:
 
 
 def main(args: list[str]) -> int:
-    if len(args) < 6 or args[4] != "--" or args[3] not in ("freezer", "-"):
-        print("usage: reaper CONTROL_FD STATUS_FD LAB_PID freezer|- -- ARGV...", file=sys.stderr)
+    options = set(args[3].split(",")) - {"-"} if len(args) > 3 else set()
+    if len(args) < 6 or args[4] != "--" or not options <= {"freezer", "pidns"}:
+        print("usage: reaper CONTROL_FD STATUS_FD LAB_PID OPTIONS -- ARGV...", file=sys.stderr)
         return 2
     control, status, lab = int(args[0]), int(args[1]), int(args[2])
     for fd in (control, status):
@@ -311,7 +454,7 @@ def main(args: list[str]) -> int:
         tree.say(f"error prctl failed: {os.strerror(ctypes.get_errno())}")
         return 1
     # The lab may have died before PR_SET_PDEATHSIG was set: then no signal comes.
-    if tree.lab_gone() or not _spawn(tree, args[5:], args[3] == "freezer"):
+    if tree.lab_gone() or not _spawn(tree, args[5:], options):
         return _finish(tree)
     while True:
         command = tree.pause(_TICK)

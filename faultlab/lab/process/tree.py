@@ -53,6 +53,18 @@ class ContainedProcess:
     returncode: int | None = None  # the agent's status, once it exited (-SIG: killed)
     _done: bool = False  # the supervisor said "done" or its pipe reached EOF
     problems: list[str] = field(default_factory=list)  # the supervisor's "error" lines
+    namespace_init: int = 0  # the init of the tree's own PID namespace, 0 if none
+
+    @property
+    def namespaced(self) -> bool:
+        """Whether the tree has a PID namespace of its own (killed whole by the kernel)."""
+        return self.namespace_init != 0
+
+    @property
+    def orphans_parent(self) -> int:
+        """The pid a descendant re-parents to when its parent dies: the
+        namespace's init, or else the supervisor (a subreaper)."""
+        return self.namespace_init or self.supervisor.pid
 
     @classmethod
     def start(
@@ -66,13 +78,17 @@ class ContainedProcess:
         stderr_path: str | os.PathLike[str],
         pass_fds: Sequence[int] = (),
         cgroup: bool | None = None,
+        pidns: bool | None = None,
     ) -> ContainedProcess:
         """Start `argv` under a fresh supervisor, stdin from a file (or
         /dev/null), stdout and stderr to files (the supervisor's own errors go
         to stderr too).  The agent leads a session of its own.  With `cgroup`
         (None: when FAULTLAB_CGROUP=1 and the freezer hierarchy is writable)
         the tree also gets a
-        freezer cgroup: its member list replaces scans of all of /proc."""
+        freezer cgroup: its member list replaces scans of all of /proc.  With
+        `pidns` (None: unless FAULTLAB_PIDNS=0) the tree gets a PID namespace
+        of its own where the kernel allows one (root): the kernel then kills
+        it whole, and `namespaced` says whether it got one."""
         if not sys.platform.startswith("linux"):
             raise LabUsageError("containing an agent's process tree needs Linux (a subreaper)")
         if not argv:
@@ -82,11 +98,14 @@ class ContainedProcess:
             # its init's cgroup reaper busy (docs/decisions.md); the subreaper
             # alone finds every process, with /proc scans.
             cgroup = os.environ.get("FAULTLAB_CGROUP") == "1" and os.access(FREEZER, os.W_OK)
+        if pidns is None:
+            pidns = os.environ.get("FAULTLAB_PIDNS") != "0"
+        options = ",".join(name for name, on in (("freezer", cgroup), ("pidns", pidns)) if on)
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         command = [
             sys.executable, "-I", "-S", str(REAPER),
-            str(control_r), str(status_w), str(os.getpid()), "freezer" if cgroup else "-",
+            str(control_r), str(status_w), str(os.getpid()), options or "-",
             "--", *argv,
         ]  # fmt: skip
         try:
@@ -119,7 +138,10 @@ class ContainedProcess:
             proc.close()
             reason = first[len("error ") :] if first else "the supervisor did not start"
             raise LabUsageError(reason)
-        proc.pid = int(first.split()[1])
+        fields = first.split()
+        proc.pid = int(fields[1])
+        if fields[2:3] == ["pidns"]:
+            proc.namespace_init = int(fields[3])
         return proc
 
     # -- the supervisor's reports ---------------------------------------------
@@ -178,6 +200,8 @@ class ContainedProcess:
             return []
         live = []
         for proc in found:
+            if proc.pid == self.namespace_init:  # the tree's plumbing, not the agent's
+                continue
             with contextlib.suppress(psutil.Error):
                 if proc.status() != psutil.STATUS_ZOMBIE:
                     live.append(proc)

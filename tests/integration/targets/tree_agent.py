@@ -22,8 +22,25 @@ from collections.abc import Callable
 
 def ready(path: str, pids: list[int]) -> None:
     with open(path + ".tmp", "w") as handle:
-        handle.write(" ".join(map(str, pids)))
+        handle.write(" ".join(str(host_pid(pid)) for pid in pids))
     os.rename(path + ".tmp", path)
+
+
+def host_pid(pid: int) -> int:
+    """`pid` as the test sees it: the supervisor may have given the tree a PID
+    namespace of its own, and /proc (the host's mount) knows both numbers."""
+    ours = os.readlink("/proc/self/ns/pid")
+    for name in os.listdir("/proc"):
+        try:
+            if not name.isdigit() or os.readlink(f"/proc/{name}/ns/pid") != ours:
+                continue
+            with open(f"/proc/{name}/status") as handle:
+                for line in handle:
+                    if line.startswith("NSpid:") and int(line.split()[-1]) == pid:
+                        return int(name)
+        except (OSError, ValueError):
+            continue
+    return pid
 
 
 def sleep_forever() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -263,3 +264,64 @@ def test_the_supervisor_sigkilled_takes_its_namespace_along(
         proc.supervisor.kill()
         proc.supervisor.wait(WITHIN)
         assert gone(tag) == []
+
+
+NETWORK_PROBE = """
+import socket, sys
+relayed, lab_only = int(sys.argv[1]), int(sys.argv[2])
+with socket.create_connection(("127.0.0.1", relayed), timeout=30) as conn:
+    conn.sendall(b"ping " * 100000)  # more than one buffer: the relay streams
+    conn.shutdown(socket.SHUT_WR)
+    got = b""
+    while data := conn.recv(65536):
+        got += data
+print(len(got), got[:4].decode())
+try:
+    socket.create_connection(("127.0.0.1", lab_only), timeout=5)
+    print("lab-only port reached")
+except OSError as error:
+    print("lab-only port:", type(error).__name__)
+"""
+
+
+@pytest.mark.skipif(not PIDNS, reason="unshare(CLONE_NEWNET) is not allowed here (needs root)")
+def test_a_network_namespace_reaches_the_relayed_port_only(tmp_path: Path, tag: str) -> None:
+    # The lab serves on a Unix socket; inside the tree's namespace the agent
+    # dials 127.0.0.1:PORT and the supervisor relays it there.  A TCP port the
+    # lab listens on in its own namespace is not reachable from inside.
+    path = str(tmp_path / "lab.sock")
+    with socket.socket(socket.AF_UNIX) as lab, socket.socket() as lab_only:
+        lab.bind(path)
+        lab.listen(1)
+        lab_only.bind(("127.0.0.1", 0))
+        lab_only.listen(1)
+        relayed = free_port()
+
+        def echo() -> None:
+            conn, _ = lab.accept()
+            with conn:
+                data = b""
+                while chunk := conn.recv(65536):
+                    data += chunk
+                conn.sendall(data.upper())
+
+        server = threading.Thread(target=echo, daemon=True)
+        server.start()
+        with ContainedProcess.start(
+            [sys.executable, "-c", NETWORK_PROBE, str(relayed),
+             str(lab_only.getsockname()[1]), tag],
+            cwd=tmp_path, env=dict(os.environ), stdin_path=None,
+            stdout_path=tmp_path / "out", stderr_path=tmp_path / "out",
+            forward={relayed: path},
+        ) as proc:  # fmt: skip
+            assert proc.networked and proc.namespaced
+            assert proc.wait(WITHIN) == 0, (tmp_path / "out").read_text()
+        server.join(WITHIN)
+    lines = (tmp_path / "out").read_text().splitlines()
+    assert lines == ["500000 PING", "lab-only port: ConnectionRefusedError"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -109,7 +109,10 @@ class _CaseRig:
         self._socket_dir = Path(tempfile.mkdtemp(prefix="faultlab-gate-"))
         socket_path = self._socket_dir / "gate"
         self.bridge = GateBridge(self.gate, socket_path)
-        self.model = ModelServer(scenario, self.gate)
+        # The agent may get a network namespace of its own: its supervisor then
+        # relays 127.0.0.1:port inside to this socket, and nothing else is reachable.
+        self._model_socket = str(self._socket_dir / "model")
+        self.model = ModelServer(scenario, self.gate, unix_path=self._model_socket)
         self.model.start()
         wiring = CaseWiring(where / "agent", self.model.url,
                             _mcp_argv(scenario_path, self.ledger, socket_path),
@@ -136,10 +139,12 @@ class _CaseRig:
             list(command.argv), cwd=command.cwd or self.where / "agent", env=command.env,
             stdin_path=None,
             stdout_path=self.where / f"{name}.stdout", stderr_path=self.where / f"{name}.stderr",
+            forward={self.model.port: self._model_socket},
         )  # fmt: skip
         # The agent's own time, from its exec to its exit (or to the kill):
         # what benchmarks/blackbox_overhead.py compares the case's time with.
-        self.gate.note("agent/running", run=len(outcome.runs), pid=process.pid)
+        self.gate.note("agent/running", run=len(outcome.runs), pid=process.pid,
+                       netns=process.networked)  # fmt: skip
         try:
             deadline = time.monotonic() + self.options.timeout
             while True:

@@ -12,17 +12,21 @@
 # (few stdlib modules, no faultlab import; try/except, not contextlib, whose
 # imports cost start time); `python -m faultlab.lab.process.reaper` works too.
 # Protocol (faultlab/lab/process/tree.py is the other side):
-#   argv:    CONTROL_FD STATUS_FD LAB_PID OPTIONS -- AGENT_ARGV...
+#   argv:    CONTROL_FD STATUS_FD LAB_PID OPTIONS FORWARDS -- AGENT_ARGV...
 #            (OPTIONS: "-" or a comma list of "freezer", to also put the tree
 #            in a freezer cgroup of its own, whose member list is read instead
-#            of scanning all of /proc, and "pidns", to give the tree a PID
-#            namespace when unshare(CLONE_NEWPID) is allowed.  The subreaper is
-#            there either way.)
+#            of scanning all of /proc; "pidns", to give the tree a PID
+#            namespace when unshare(CLONE_NEWPID) is allowed; "netns", to give
+#            it a network namespace with loopback only.  The subreaper is
+#            there either way.  FORWARDS: "-" or "PORT=PATH;..." the TCP ports
+#            on 127.0.0.1 inside the network namespace that are relayed to the
+#            lab's Unix sockets: the agent reaches the lab's servers, nothing else.)
 #   control: one byte per command: T (kill the tree, then exit), A (kill the
 #            agent's process group only); EOF: the lab is gone, kill the tree.
-#   status:  lines "pid N" or "pid N pidns INIT" (the agent's pid as the lab
+#   status:  lines "pid N [pidns INIT] [netns]" (the agent's pid as the lab
 #            sees it; "pidns": the tree has its own PID namespace, whose init,
-#            the parent of its orphans, is INIT), "exit N" (the
+#            the parent of its orphans, is INIT; "netns": and a network
+#            namespace of its own), "exit N" (the
 #            agent's status, -SIG if killed),
 #            "agent-killed", "error MESSAGE", "done" (then the supervisor exits).
 from __future__ import annotations
@@ -31,6 +35,7 @@ import ctypes
 import os
 import select
 import signal
+import socket
 import sys
 import time
 
@@ -39,6 +44,8 @@ __all__ = ["main"]
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _CLONE_NEWPID = 0x20000000
+_CLONE_NEWNET = 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _DEATH_SIGNAL = signal.SIGUSR1  # the parent *thread* died: check whether the lab did
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _KILL_BOUND = 20.0  # seconds a freeze-kill may take before the supervisor gives up
@@ -61,6 +68,7 @@ class _Tree:
         self.init_report = -1  # its reports: "spawned", "error ...", "exit N"
         self.init_buffer = b""
         self.init_go = -1  # our end of its go-ahead pipe (EOF: we are gone)
+        self.relays = _Relays()  # the network namespace's way to the lab, if it has one
         self.stop = False  # a signal asked us to kill the tree and exit
         self.death = False  # the parent thread died (PR_SET_PDEATHSIG)
         self.wake_r, wake_w = os.pipe()
@@ -125,7 +133,10 @@ class _Tree:
     def pause(self, timeout: float) -> bool:
         """Wait up to `timeout` for a signal or a command; True if a command is readable."""
         watched = [self.control, self.wake_r] + ([self.init_report] if self.init else [])
-        readable, _, _ = select.select(watched, [], [], timeout)
+        readable, writable, _ = select.select(
+            watched + self.relays.readers(), self.relays.writers(), [], timeout
+        )
+        self.relays.serve(readable, writable)
         try:
             while os.read(self.wake_r, 512):
                 pass
@@ -325,12 +336,13 @@ def _has_children(tree: _Tree) -> bool:
     return True
 
 
-def _spawn(tree: _Tree, argv: list[str], options: set[str]) -> bool:
+def _spawn(tree: _Tree, argv: list[str], options: set[str], forwards: dict[int, str]) -> bool:
     # Signals ignored here (Python ignores SIGPIPE and SIGXFSZ) would stay
     # ignored across exec: the agent gets every disposition at its default.
     defaults = {signal.Signals(n) for n in range(1, 32)} - {signal.SIGKILL, signal.SIGSTOP}
     home = _own_freezer() if "freezer" in options else None
     tree.cgroup = _join_cgroup(home) if home is not None else None
+    networked = "netns" in options and _enter_network(tree, forwards)
     try:
         if "pidns" in options and _unshare_pid():
             started = _spawn_in_namespace(tree, argv, defaults)
@@ -340,8 +352,144 @@ def _spawn(tree: _Tree, argv: list[str], options: set[str]) -> bool:
         if tree.cgroup is not None and home is not None:
             _move(home)  # the supervisor must stay out of what it kills
     if started:
-        tree.say(f"pid {tree.agent}" + (f" pidns {tree.init}" if tree.init else ""))
+        report = f"pid {tree.agent}" + (f" pidns {tree.init}" if tree.init else "")
+        tree.say(report + (" netns" if networked else ""))
     return started
+
+
+def _enter_network(tree: _Tree, forwards: dict[int, str]) -> bool:
+    """Move into a network namespace of our own (the agent is born in it) with
+    loopback up, and listen on 127.0.0.1:PORT for each relay.  False, nothing
+    changed, if the kernel does not allow it."""
+    import fcntl
+    import struct
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWNET) != 0:
+        return False
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        request = struct.pack("16sh22x", b"lo", 0)
+        flags = struct.unpack("16sh22x", fcntl.ioctl(probe, _SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(probe, _SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | _IFF_UP))
+    for port, path in forwards.items():
+        tree.relays.listen(port, path)
+    return True
+
+
+class _End:
+    """One socket of a relayed connection: what is still to be written to it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.pending = bytearray()
+        self.ended = False  # it sent its end of file (or failed)
+        self.peer: _End = self
+
+
+class _Relays:
+    """127.0.0.1:PORT inside the tree's network namespace, relayed to the
+    lab's Unix sockets.  Single-threaded (non-blocking, served from the
+    supervisor's select loop): after unshare(CLONE_NEWPID) a process may
+    not create threads."""
+
+    _ROOM = 1 << 20  # bytes buffered per direction before reading pauses
+
+    def __init__(self) -> None:
+        self.listeners: dict[int, tuple[socket.socket, str]] = {}  # by fd
+        self.ends: dict[int, _End] = {}  # by fd
+
+    def listen(self, port: int, path: str) -> None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(64)
+        listener.setblocking(False)
+        self.listeners[listener.fileno()] = (listener, path)
+
+    def close_listeners(self) -> None:
+        for listener, _path in self.listeners.values():
+            listener.close()
+
+    def readers(self) -> list[int]:
+        return list(self.listeners) + [
+            fd for fd, end in self.ends.items()
+            if not end.ended and len(end.peer.pending) < self._ROOM
+        ]  # fmt: skip
+
+    def writers(self) -> list[int]:
+        return [fd for fd, end in self.ends.items() if end.pending]
+
+    def serve(self, readable: list[int], writable: list[int]) -> None:
+        for fd in readable:
+            if fd in self.listeners:
+                self._accept(*self.listeners[fd])
+            elif (end := self.ends.get(fd)) is not None:
+                self._read(end)
+        for fd in writable:
+            if (end := self.ends.get(fd)) is not None:
+                self._write(end)
+
+    def _accept(self, listener: socket.socket, path: str) -> None:
+        try:
+            agent, _ = listener.accept()
+        except OSError:
+            return
+        lab = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            lab.connect(path)  # a local socket: at once
+        except OSError:
+            agent.close()  # the lab's server is gone: the agent sees its connection end
+            lab.close()
+            return
+        a, b = _End(agent), _End(lab)
+        a.peer, b.peer = b, a
+        for end in (a, b):
+            end.sock.setblocking(False)
+            self.ends[end.sock.fileno()] = end
+
+    def _read(self, end: _End) -> None:
+        try:
+            data = end.sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            end.peer.pending += data
+            return
+        end.ended = True  # the agent was killed, or a side closed: pass the end on
+        if not end.peer.pending:
+            self._shut(end.peer)
+        self._maybe_close(end)
+
+    def _write(self, end: _End) -> None:
+        try:
+            sent = end.sock.send(end.pending)
+        except BlockingIOError:
+            return
+        except OSError:
+            end.pending.clear()
+            end.ended = end.peer.ended = True
+            self._maybe_close(end)
+            return
+        del end.pending[:sent]
+        if not end.pending and end.peer.ended:
+            self._shut(end)
+        self._maybe_close(end)
+
+    @staticmethod
+    def _shut(end: _End) -> None:
+        try:  # noqa: SIM105
+            end.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def _maybe_close(self, end: _End) -> None:
+        pair = (end, end.peer)
+        if all(e.ended and not e.peer.pending for e in pair):
+            for e in pair:
+                self.ends.pop(e.sock.fileno(), None)
+                e.sock.close()
 
 
 def _spawn_here(tree: _Tree, argv: list[str], defaults: set[signal.Signals]) -> bool:
@@ -409,6 +557,7 @@ def _namespace_init(
             signal.signal(signum, signal.SIG_DFL)
         for fd in (tree.control, tree.status, tree.wake_r):
             os.close(fd)
+        tree.relays.close_listeners()
         try:
             agent = os.posix_spawnp(
                 argv[0], argv, os.environ, setsid=True, setsigdef=defaults, setsigmask=()
@@ -441,10 +590,26 @@ def _setup() -> bool:
     return bool(libc.prctl(_PR_SET_PDEATHSIG, int(_DEATH_SIGNAL), 0, 0, 0) == 0)
 
 
+def _forwards(text: str) -> dict[int, str] | None:
+    """FORWARDS ("-" or "PORT=PATH;..."); None if malformed."""
+    if text == "-":
+        return {}
+    found = {}
+    for item in text.split(";"):
+        port, _, path = item.partition("=")
+        if not port.isdigit() or not path:
+            return None
+        found[int(port)] = path
+    return found
+
+
 def main(args: list[str]) -> int:
     options = set(args[3].split(",")) - {"-"} if len(args) > 3 else set()
-    if len(args) < 6 or args[4] != "--" or not options <= {"freezer", "pidns"}:
-        print("usage: reaper CONTROL_FD STATUS_FD LAB_PID OPTIONS -- ARGV...", file=sys.stderr)
+    forwards = _forwards(args[4]) if len(args) > 4 else None
+    known = {"freezer", "pidns", "netns"}
+    if len(args) < 7 or args[5] != "--" or not options <= known or forwards is None:
+        print("usage: reaper CONTROL_FD STATUS_FD LAB_PID OPTIONS FORWARDS -- ARGV...",
+              file=sys.stderr)  # fmt: skip
         return 2
     control, status, lab = int(args[0]), int(args[1]), int(args[2])
     for fd in (control, status):
@@ -454,7 +619,7 @@ def main(args: list[str]) -> int:
         tree.say(f"error prctl failed: {os.strerror(ctypes.get_errno())}")
         return 1
     # The lab may have died before PR_SET_PDEATHSIG was set: then no signal comes.
-    if tree.lab_gone() or not _spawn(tree, args[5:], options):
+    if tree.lab_gone() or not _spawn(tree, args[6:], options, forwards):
         return _finish(tree)
     while True:
         command = tree.pause(_TICK)

@@ -54,6 +54,7 @@ class ContainedProcess:
     _done: bool = False  # the supervisor said "done" or its pipe reached EOF
     problems: list[str] = field(default_factory=list)  # the supervisor's "error" lines
     namespace_init: int = 0  # the init of the tree's own PID namespace, 0 if none
+    networked: bool = False  # the tree has a network namespace of its own (loopback only)
 
     @property
     def namespaced(self) -> bool:
@@ -79,6 +80,7 @@ class ContainedProcess:
         pass_fds: Sequence[int] = (),
         cgroup: bool | None = None,
         pidns: bool | None = None,
+        forward: Mapping[int, str] | None = None,
     ) -> ContainedProcess:
         """Start `argv` under a fresh supervisor, stdin from a file (or
         /dev/null), stdout and stderr to files (the supervisor's own errors go
@@ -88,7 +90,12 @@ class ContainedProcess:
         freezer cgroup: its member list replaces scans of all of /proc.  With
         `pidns` (None: unless FAULTLAB_PIDNS=0) the tree gets a PID namespace
         of its own where the kernel allows one (root): the kernel then kills
-        it whole, and `namespaced` says whether it got one."""
+        it whole, and `namespaced` says whether it got one.  With `forward`
+        ({port: unix socket path}) the tree also gets a network namespace
+        with loopback only, unless FAULTLAB_NETNS=0 or the kernel refuses:
+        127.0.0.1:port inside is relayed to the lab's Unix socket at path,
+        and nothing else is reachable; `networked` says whether it got one
+        (if not, the agent shares the lab's network)."""
         if not sys.platform.startswith("linux"):
             raise LabUsageError("containing an agent's process tree needs Linux (a subreaper)")
         if not argv:
@@ -100,12 +107,18 @@ class ContainedProcess:
             cgroup = os.environ.get("FAULTLAB_CGROUP") == "1" and os.access(FREEZER, os.W_OK)
         if pidns is None:
             pidns = os.environ.get("FAULTLAB_PIDNS") != "0"
-        options = ",".join(name for name, on in (("freezer", cgroup), ("pidns", pidns)) if on)
+        netns = bool(forward) and os.environ.get("FAULTLAB_NETNS") != "0"
+        chosen = (("freezer", cgroup), ("pidns", pidns), ("netns", netns))
+        options = ",".join(name for name, on in chosen if on)
+        for path in (forward or {}).values():
+            if ";" in path or "=" in path:
+                raise LabUsageError(f"a relayed socket path may not hold ';' or '=': {path}")
+        relays = ";".join(f"{port}={path}" for port, path in (forward or {}).items()) or "-"
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         command = [
             sys.executable, "-I", "-S", str(REAPER),
-            str(control_r), str(status_w), str(os.getpid()), options or "-",
+            str(control_r), str(status_w), str(os.getpid()), options or "-", relays,
             "--", *argv,
         ]  # fmt: skip
         try:
@@ -137,11 +150,16 @@ class ContainedProcess:
         if first is None or not first.startswith("pid "):
             proc.close()
             reason = first[len("error ") :] if first else "the supervisor did not start"
+            if not first:  # its own error went to the agent's stderr file
+                with contextlib.suppress(OSError):
+                    tail = Path(stderr_path).read_bytes()[-4096:].decode("utf-8", "replace")
+                    reason += f": {tail.strip().splitlines()[-1]}" if tail.strip() else ""
             raise LabUsageError(reason)
         fields = first.split()
         proc.pid = int(fields[1])
-        if fields[2:3] == ["pidns"]:
-            proc.namespace_init = int(fields[3])
+        if "pidns" in fields:
+            proc.namespace_init = int(fields[fields.index("pidns") + 1])
+        proc.networked = "netns" in fields
         return proc
 
     # -- the supervisor's reports ---------------------------------------------

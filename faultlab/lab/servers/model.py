@@ -45,11 +45,16 @@ _HOLD_POLL_S = 0.01  # how often a parked request looks whether the gate release
 class ModelServer:
     """`with ModelServer(scenario, gate) as server:` serves on `server.url`."""
 
-    def __init__(self, scenario: Scenario, gate: Gate, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, scenario: Scenario, gate: Gate, *, host: str = "127.0.0.1",
+                 unix_path: str | None = None) -> None:  # fmt: skip
+        """`unix_path`: also serve on that Unix socket, for an agent in a network
+        namespace of its own (its supervisor relays 127.0.0.1:port there)."""
         self.scenario, self.gate, self.host = scenario, gate, host
+        self.unix_path = unix_path
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
+        self._unix: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -100,6 +105,9 @@ class ModelServer:
             self._server = loop.run_until_complete(asyncio.start_server(
                 self._connection, self.host, 0, limit=MAX_HEAD))  # fmt: skip
             self.port = int(self._server.sockets[0].getsockname()[1])
+            if self.unix_path is not None:
+                self._unix = loop.run_until_complete(asyncio.start_unix_server(
+                    self._connection, self.unix_path, limit=MAX_HEAD))  # fmt: skip
         except OSError as error:
             self._failure = error
             self._ready.set()
@@ -112,8 +120,9 @@ class ModelServer:
             loop.close()
 
     async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in (self._server, self._unix):
+            if server is not None:
+                server.close()
         for writer in list(self._writers):
             writer.transport.abort()
         for task in list(self._tasks):

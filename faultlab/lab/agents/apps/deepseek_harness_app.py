@@ -21,12 +21,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="faultlab-model")
     parser.add_argument("--session-id", required=True)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--patch", action="append", default=[], help="a profile patch file")
     parser.add_argument("--prompt", required=True)
     opts = parser.parse_args(sys.argv[1:] if argv is None else argv)
     from deepseek_harness import DeepSeekHarness  # type: ignore[import-not-found, unused-ignore]
 
     with DeepSeekHarness(dsh_home=opts.dsh_home, cwd=opts.workdir, base_url=opts.base_url,
-                         api_key="dummy", model=opts.model) as harness:  # fmt: skip
+                         api_key="dummy", model=opts.model,
+                         patches=tuple(opts.patch)) as harness:  # fmt: skip
         session = (harness.resume_session(opts.session_id) if opts.resume
                    else harness.start_session(opts.session_id))  # fmt: skip
         result = session.run(opts.prompt)

@@ -14,7 +14,7 @@ import orjson
 
 from faultlab.cli import options as opt
 from faultlab.cli.cases import fault_line
-from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, emit_json, guarded, say
+from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
 
 if TYPE_CHECKING:
     from faultlab.lab import SelftestRow, Shard
@@ -143,25 +143,45 @@ class _FuzzProgress:
 @opt.json
 @opt.report_dir
 @opt.spawn
+@opt.agent
+@click.option("--max-delay", type=click.IntRange(min=0, max=60_000), default=1000,
+              show_default=True, metavar="MS",
+              help="With --agent: kill up to this many ms after the drawn boundary.")  # fmt: skip
+@click.argument("scenarios", nargs=-1, type=click.Path(path_type=Path))
 @guarded
 def fuzz(
     examples: int, seed: int | None, policy: str | None, target: str | None, jobs: int,
     faults: str, check_determinism: bool, shard: Shard | None, stream_size: int,
-    timeout: float, as_json: bool, report_dir: Path, spawn: str,
+    timeout: float, as_json: bool, report_dir: Path, spawn: str, agent: str | None,
+    max_delay: int, scenarios: tuple[Path, ...],
 ) -> int:  # fmt: skip
     """Generate scenarios and kill points with Hypothesis; shrink any failure.
 
     A failure is written under the report directory as a scenario TOML, a
     standalone pytest regression test and a replay command.  Failing examples
     are kept in REPORT_DIR/fuzz-db and replayed first by the next campaign.
+
+    With --agent, SCENARIOS (default: the bundled ones) are run as they are
+    and Hypothesis draws EXAMPLES kill points per scenario: any boundary
+    occurrence of the fault-free run, any delay up to --max-delay.  Agent
+    failures are not shrunk (the outcome at a delay is a race); each is
+    replayed with `faultlab run --agent ... --at POINT`.
     """
     import secrets
 
     from faultlab import lab
 
+    campaign_seed = secrets.randbelow(2**32) if seed is None else seed
+    if agent is not None:
+        opt.check_agent_alone(agent, policy=policy, target=target, spawn=spawn, shard=shard,
+                              check_determinism=check_determinism)  # fmt: skip
+        return _fuzz_agent(scenarios, agent=agent, examples=examples, seed=campaign_seed,
+                           jobs=jobs, faults=faults, timeout=timeout, as_json=as_json,
+                           report_dir=report_dir, max_delay=max_delay)  # fmt: skip
+    if scenarios:
+        raise UserError("fuzz generates its scenarios: SCENARIOS are for --agent only")
     made = lab.make_target(policy=policy, target=target)
     fault_names = lab.parse_faults(faults)
-    campaign_seed = secrets.randbelow(2**32) if seed is None else seed
     say(
         f"fuzzing the {made.label}: {examples} example(s), seed {campaign_seed}, "
         f"{jobs} job(s)" + (f", shard {shard}" if shard else "")
@@ -197,3 +217,24 @@ def fuzz(
     if as_json:
         emit_json({**summary, "report": str(report)})
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+def _fuzz_agent(
+    scenarios: tuple[Path, ...], *, agent: str, examples: int, seed: int, jobs: int,
+    faults: str, timeout: float, as_json: bool, report_dir: Path, max_delay: int,
+) -> int:  # fmt: skip
+    """`fuzz --agent`: drawn kill points of a black-box agent, reported like explore."""
+    from faultlab import lab
+    from faultlab.cli.cases import _Progress, report_agent_result
+
+    loaded = lab.load_scenarios(list(scenarios) or [lab.bundled_scenarios()])
+    fault_names = [f.strip() for f in faults.split(",") if f.strip()]
+    say(f"fuzzing the agent {agent}: {examples} kill point(s) per scenario over "
+        f"{len(loaded)} scenario(s), delays up to {max_delay} ms, seed {seed}, {jobs} job(s)")
+    with lab.workdir() as work:
+        result = lab.fuzz_agent(
+            loaded, agent=agent, examples=examples, seed=seed, jobs=jobs, timeout=timeout,
+            workdir=work, progress=_Progress(), faults=fault_names, max_delay_ms=max_delay,
+        )  # fmt: skip
+        return report_agent_result(result, agent=agent, timeout=timeout, as_json=as_json,
+                                   report_dir=report_dir)  # fmt: skip

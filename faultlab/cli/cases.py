@@ -268,11 +268,22 @@ def _explore_agent(
             progress=_Progress(), faults=fault_names, repeats=repeats,
             delays_ms=None if delays is None else parse_delays(delays),
         )  # fmt: skip
-        report = None
-        if not no_report:
-            info = lab.RunInfo(lab.new_run_id(), tuple(sys.argv), (agent,), None, timeout,
-                               "exec", None, "agent")  # fmt: skip
-            report = lab.write_report(result, info, report_dir)
+        return report_agent_result(result, agent=agent, timeout=timeout, as_json=as_json,
+                                   report_dir=None if no_report else report_dir)  # fmt: skip
+
+
+def report_agent_result(
+    result: ExploreResult, *, agent: str, timeout: float, as_json: bool,
+    report_dir: Path | None,
+) -> int:  # fmt: skip
+    """The report, summary and exit code of black-box cases (explore, fuzz)."""
+    from faultlab import lab
+
+    report = None
+    if report_dir is not None:
+        info = lab.RunInfo(lab.new_run_id(), tuple(sys.argv), (agent,), None, timeout,
+                           "exec", None, "agent")  # fmt: skip
+        report = lab.write_report(result, info, report_dir)
     _print_summary(result, report)
     if not result.results:
         say("faultlab: nothing was checked (no cases): that is a failure, not a pass")

@@ -3,7 +3,9 @@
 # the tool server holds its reply) and resumed.  What each does there is its
 # documented finding (docs/agents.md): the Agents SDK app kept no trace of
 # the call and charges again, Codex tells the model the applied call was
-# "aborted", Claude Code says the outcome is unknown and does not retry.
+# "aborted", Claude Code says the outcome is unknown and does not retry, or,
+# when the kill beats its asynchronous session write, cannot find its session
+# at all (a race: measured 1 in 5 runs; docs/agents.md "Stability").
 # `.ci/run` installs the agents (faultlab agents install); elsewhere a test
 # whose agent is missing is skipped with the command that installs it.
 from __future__ import annotations
@@ -26,20 +28,24 @@ def need(agent: str) -> None:
         pytest.skip(f"{agent} is not installed (faultlab agents install {agent})")
 
 
+# Per agent: the codes it must get, and the ones a lost race may add.
 FINDINGS = [
-    ("openai-agents", {"TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"}),
-    ("codex", {"REPAIR_MISCLASSIFIED"}),
-    ("claude-code", set()),
+    ("openai-agents", {"TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"}, set()),
+    ("codex", {"REPAIR_MISCLASSIFIED"}, set()),
+    ("claude-code", set(), {"SESSION_NOT_FOUND"}),
 ]
 
 
-@pytest.mark.parametrize(("agent", "codes"), FINDINGS, ids=[f[0] for f in FINDINGS])
-def test_a_kill_in_the_tool_body(tmp_path: Path, agent: str, codes: set[str]) -> None:
+@pytest.mark.parametrize(("agent", "codes", "racy"), FINDINGS, ids=[f[0] for f in FINDINGS])
+def test_a_kill_in_the_tool_body(
+    tmp_path: Path, agent: str, codes: set[str], racy: set[str]
+) -> None:
     need(agent)
     result = lab.run_agent_case(PAYMENT, "tool/applied#1@0", agent=agent, workdir=tmp_path,
                                 timeout=180)  # fmt: skip
-    assert result.verdict == ("fail" if codes else "pass"), [v.message for v in result.violations]
-    assert set(result.codes) == codes, [v.message for v in result.violations]
+    messages = [v.message for v in result.violations]
+    assert codes <= set(result.codes) <= codes | racy, messages
+    assert result.verdict == ("fail" if result.codes else "pass"), messages
     # The agent's own session, as it was at the kill, is kept for the report.
     assert any(name.startswith("at-kill:") for name in result.artifacts), result.artifacts
     assert leftovers(str(tmp_path)) == []

@@ -58,6 +58,7 @@ __all__ = [
     "explore_agent",
     "explore_paths",
     "explore_scenarios",
+    "fuzz_agent",
     "load_scenarios",
     "make_target",
     "parse_faults",
@@ -258,6 +259,21 @@ def explore_agent(
                              repeats=repeats)  # fmt: skip
     return explore_blackbox(scenarios, options, jobs=jobs, shard=shard, faults=faults,
                             progress=progress)  # fmt: skip
+
+
+def fuzz_agent(
+    scenarios: Sequence[tuple[str, Scenario]], *, agent: str, examples: int, seed: int,
+    jobs: int = 1, timeout: float = 120.0, workdir: Path, progress: Progress | None = None,
+    faults: Sequence[str] = ("sigkill",), max_delay_ms: int = 1000,
+) -> ExploreResult:  # fmt: skip
+    """`examples` black-box cases per scenario for `agent`, at kill points
+    Hypothesis draws (any boundary occurrence of the fault-free run, any
+    delay up to `max_delay_ms`), reproducible from `seed`."""
+    from faultlab.lab.campaigns.blackboxexplore import fuzz_blackbox
+
+    options = _agent_options(agent, workdir=workdir, timeout=timeout, delays_ms=None, repeats=1)
+    return fuzz_blackbox(scenarios, options, examples=examples, seed=seed, jobs=jobs,
+                         faults=faults, max_delay_ms=max_delay_ms, progress=progress)  # fmt: skip
 
 
 def run_agent_case(

@@ -29,11 +29,13 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import Reference
 from faultlab.lab.process.tree import close_all
-from faultlab.lab.servers.points import parse_kill_point
+from faultlab.lab.servers.points import KillPoint, parse_kill_point
 from faultlab.scenario import Scenario, load_scenario
 
 __all__ = [
+    "draw_kill_points",
     "explore_blackbox",
+    "fuzz_blackbox",
     "parse_blackbox_faults",
     "run_blackbox_or_coverage",
     "run_single_blackbox",
@@ -98,6 +100,73 @@ def explore_blackbox(
 
     return run_exploration(
         scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-agent",
+        reference=lambda path, scenario: run_blackbox_reference(path, scenario, options),
+        plan=plan, run=lambda case, reference: run_blackbox_or_coverage(case, reference, options),
+        kill=close_all,
+    )  # fmt: skip
+
+
+def draw_kill_points(
+    occurrences: Sequence[str], *, count: int, seed: int, faults: Sequence[str],
+    max_delay_ms: int,
+) -> list[tuple[KillPoint, str]]:  # fmt: skip
+    """`count` distinct (kill point, fault) pairs drawn by Hypothesis from the
+    occurrences a fault-free run reached, with any delay from 0 to
+    `max_delay_ms` (its draws favour the ends, 0 and the maximum, and small
+    numbers), the same ones for the same seed."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as with_seed
+    from hypothesis import strategies as st
+
+    if count < 1 or max_delay_ms < 0 or not occurrences or not faults:
+        raise LabUsageError("fuzzing an agent needs examples >= 1, a delay bound >= 0, "
+                            "and a fault-free run that reached some boundary")  # fmt: skip
+    drawn: dict[tuple[KillPoint, str], None] = {}
+    point = st.builds(
+        lambda occurrence, delay, fault: (
+            KillPoint(occurrence.partition("#")[0], int(occurrence.partition("#")[2]), delay),
+            fault,
+        ),
+        st.sampled_from(list(dict.fromkeys(occurrences))),
+        st.integers(min_value=0, max_value=max_delay_ms),
+        st.sampled_from(list(faults)),
+    )  # fmt: skip
+
+    @with_seed(seed)
+    @settings(max_examples=count * 5, phases=[Phase.generate], database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(point)
+    def collect(pair: tuple[KillPoint, str]) -> None:
+        if len(drawn) < count:
+            drawn[pair] = None
+
+    collect()
+    return list(drawn)
+
+
+def fuzz_blackbox(
+    scenarios: Sequence[tuple[str, Scenario]], options: BlackboxOptions, *, examples: int,
+    seed: int, jobs: int = 1, faults: Sequence[str] = ("sigkill",), max_delay_ms: int = 1000,
+    progress: Progress | None = None,
+) -> ExploreResult:  # fmt: skip
+    """`examples` black-box cases per scenario at kill points drawn by
+    Hypothesis (any delay up to `max_delay_ms`, not only the explored ones).
+    Not shrunk: an agent's outcome at a delay is a race with its own timers,
+    so a failing case is replayed (`run --at`) rather than minimised."""
+    if jobs < 1:
+        raise LabUsageError(f"jobs must be at least 1, not {jobs}")
+    wanted = parse_blackbox_faults(faults)
+
+    def plan(reference: Reference) -> list[Case]:
+        coverage = Case(reference.scenario_path, COVERAGE, "reference")
+        if reference.returncode != 0 or not reference.occurrences:
+            return [coverage]
+        pairs = draw_kill_points(reference.occurrences, count=examples, seed=seed,
+                                 faults=wanted, max_delay_ms=max_delay_ms)  # fmt: skip
+        return [coverage, *(Case(reference.scenario_path, str(p), f) for p, f in pairs)]
+
+    return run_exploration(
+        scenarios, jobs=jobs, shard=None, progress=progress, threads="faultlab-agent",
         reference=lambda path, scenario: run_blackbox_reference(path, scenario, options),
         plan=plan, run=lambda case, reference: run_blackbox_or_coverage(case, reference, options),
         kill=close_all,

@@ -3,8 +3,9 @@
 # command line, so this script uses the published Python SDK to send one
 # prompt to a new session or to resume a saved one.  Written from the SDK's
 # documented API (0.2.1rc2: DeepSeekHarness, start_session, resume_session,
-# run); not yet run against the runtime binary here.  Run as a script with
-# the installed SDK on sys.path (the adapter sets PYTHONPATH).
+# run; `patches` carries the adapter's patch that mounts the lab's MCP
+# server).  Run as a script with the installed SDK on sys.path (the adapter
+# sets PYTHONPATH).
 from __future__ import annotations
 
 import argparse

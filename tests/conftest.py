@@ -1,14 +1,28 @@
 # Shared test helpers: build scenarios from TOML snippets and assemble the
-# reference runtime's parts in-process for unit tests (real files, real fsync).
+# reference runtime's parts in-process for unit tests (real files, real fsync);
+# and the hostile-input corpus's one way of running faultlab (tests/hostile):
+# the real CLI in a subprocess, with a time bound, a memory bound (RLIMIT_AS in
+# the child) and a marker in its environment, so every process it leaves
+# behind is found.  (One conftest: a second one elsewhere would shadow this
+# module's name for the tests that import from it.)
 from __future__ import annotations
 
+import contextlib
+import os
+import resource
+import subprocess
+import sys
 import textwrap
-from collections.abc import Callable, Iterator
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
+from faultlab.lab.process.tree import leftovers
 from faultlab.runtime.agent import Agent
 from faultlab.runtime.backends import JsonlBackend
 from faultlab.runtime.checkpoints import policy_plugin
@@ -91,3 +105,79 @@ def make_runtime(tmp_path: Path) -> Iterator[RuntimeFactory]:
     yield make
     for runtime in made:
         runtime.close()
+
+
+# -- the hostile-input corpus (tests/hostile) ------------------------------
+MEMORY_BOUND = 1 << 30  # bytes of address space a faultlab command may take
+TIME_BOUND = 60.0  # seconds: generous, the machine is shared; a hang is far longer
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one faultlab command did."""
+
+    code: int
+    stdout: str
+    stderr: str
+    left: tuple[str, ...]  # command lines of processes it left running
+
+    def one_line_error(self) -> str:
+        """The single error line a user's mistake must produce (asserted here)."""
+        assert "Traceback" not in self.stderr, self.stderr
+        lines = [line for line in self.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, self.stderr
+        return lines[0]
+
+
+def _bounded() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BOUND, MEMORY_BOUND))
+
+
+@pytest.fixture
+def faultlab_cli(tmp_path: Path) -> Iterator[Callable[..., Outcome]]:
+    """Run `python -m faultlab ARGS...` in `cwd` (default: the test's tmp_path)."""
+    marker = f"fl-hostile-{uuid.uuid4().hex}"
+
+    def run(
+        *args: str,
+        cwd: Path | None = None,
+        stdin: bytes = b"",
+        timeout: float = TIME_BOUND,
+        memory: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> Outcome:
+        command: Sequence[str] = [sys.executable, "-m", "faultlab", *args]
+        environment = {**os.environ, "PYTHONPATH": str(REPO), "FAULTLAB_TEST_MARKER": marker}
+        environment.update(env or {})
+        done = subprocess.run(
+            command, cwd=cwd or tmp_path, input=stdin, capture_output=True,
+            timeout=timeout, env=environment, preexec_fn=_bounded if memory else None,
+            check=False,
+        )  # fmt: skip
+        left = tuple(" ".join(proc.cmdline()) for proc in _settled(marker))
+        return Outcome(
+            done.returncode,
+            done.stdout.decode("utf-8", "replace"),
+            done.stderr.decode("utf-8", "replace"),
+            left,
+        )
+
+    yield run
+    for proc in leftovers(marker):
+        with contextlib.suppress(psutil.Error):
+            proc.suspend()
+            proc.kill()
+
+
+def _settled(marker: str) -> list[psutil.Process]:
+    """What is still alive of the command a moment after it exited (a kill in
+    flight gets a bounded grace)."""
+    deadline = time.monotonic() + 5.0
+    while (left := leftovers(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    result = []
+    for proc in left:
+        with contextlib.suppress(psutil.Error):
+            proc.cmdline()
+            result.append(proc)
+    return result

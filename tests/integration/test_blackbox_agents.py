@@ -5,7 +5,7 @@
 # the call and charges again, Codex tells the model the applied call was
 # "aborted", Claude Code says the outcome is unknown and does not retry, or,
 # when the kill beats its asynchronous session write, cannot find its session
-# at all (a race: measured 1 in 5 runs; docs/agents.md "Stability").
+# at all (a race: 1 of 8 runs here; docs/agents.md "Stability").
 # `.ci/run` installs the agents (faultlab agents install); elsewhere a test
 # whose agent is missing is skipped with the command that installs it.
 from __future__ import annotations

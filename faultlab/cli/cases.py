@@ -243,6 +243,9 @@ def _say_records(path: Path) -> None:
         if record.get("fact") == "agent/start":
             run, kind, turn = record.get("run"), record.get("kind"), record.get("turn")
             say(f"  agent run {run}: {kind} (turn {turn})")
+        elif record.get("fact") == "agent/running" and "netns" in record:
+            where = "its own, loopback only" if record["netns"] else "shared with the lab"
+            say(f"    network: {where}")
         elif "boundary" in record:
             what = record.get("tool") or record.get("api") or ""
             mark = "  <- killed here" if record.get("killPoint") else ""

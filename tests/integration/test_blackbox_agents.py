@@ -49,3 +49,18 @@ def test_a_kill_in_the_tool_body(
     # The agent's own session, as it was at the kill, is kept for the report.
     assert any(name.startswith("at-kill:") for name in result.artifacts), result.artifacts
     assert leftovers(str(tmp_path)) == []
+
+
+def test_codex_tool_server_outlives_a_kill_of_its_group(tmp_path: Path) -> None:
+    # Codex starts its MCP servers in process groups of their own: killing
+    # the agent's group (`sigkill-agent`) while charge_card is held at
+    # tool/received spares the server, which charges the card after Codex
+    # died; resumed, Codex calls the call "aborted", and a retry-prone model
+    # charges again.
+    need("codex")
+    result = lab.run_agent_case(str(ROOT / "scenarios" / "payment-retry.toml"),
+                                "tool/received#1@0", agent="codex", fault="sigkill-agent",
+                                workdir=tmp_path, timeout=180)  # fmt: skip
+    messages = [v.message for v in result.violations]
+    assert set(result.codes) == {"REPAIR_MISCLASSIFIED", "SIDE_EFFECT_DUPLICATED"}, messages
+    assert leftovers(str(tmp_path)) == []

@@ -46,6 +46,7 @@ __all__ = [
 # whatever process group); sigkill-agent: the agent's own group only, so a
 # tool server it put elsewhere lives on (and finishes what it was doing).
 BLACKBOX_FAULTS = ("sigkill", "sigkill-agent")
+_SURVIVOR_GRACE = 10.0  # seconds processes spared by sigkill-agent may take to finish
 _POLL = 0.005
 
 
@@ -126,6 +127,15 @@ class _CaseRig:
         self.bridge.close()
         shutil.rmtree(self._socket_dir, ignore_errors=True)
 
+    def _let_survivors_finish(self, process: ContainedProcess, run: int) -> None:
+        """After `sigkill-agent`: what outlived the agent's group (a tool server
+        in a group of its own) finishes what it was doing, as it would in the
+        field, and exits when it sees the agent gone; bounded, then killed."""
+        deadline = time.monotonic() + _SURVIVOR_GRACE
+        while (left := process.descendants()) and time.monotonic() < deadline:
+            time.sleep(_POLL)
+        self.gate.note("agent/survivors", run=run, left=len(left))
+
     def run(self, kind: str, turn: int, prompt: str, outcome: _Outcome, *, armed: bool,
             fault: str = "sigkill") -> _Run:  # fmt: skip
         """One agent process to its end, or to the kill when `armed` and the
@@ -163,8 +173,11 @@ class _CaseRig:
                     else:
                         process.kill_tree()
                     outcome.at_kill = self.copy_session("at-kill")
-                    self.gate.release()
+                    spared = fault == "sigkill-agent"
+                    self.gate.release(survivors_proceed=spared)
                     run.killed, run.status = True, process.wait(self.options.timeout)
+                    if spared:
+                        self._let_survivors_finish(process, len(outcome.runs))
                     break
                 if time.monotonic() > deadline:
                     outcome.hung = f"{name} neither exited nor reached its kill point in " \

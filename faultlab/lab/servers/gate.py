@@ -40,6 +40,7 @@ class Gate:
         self.observations: list[dict[str, Any]] = []
         self.fired = threading.Event()  # the armed occurrence was reached
         self.released = threading.Event()  # the kill is done: held servers stop
+        self.survivors_proceed = False  # after the kill, held out-of-process servers go on
         self.fired_at: dict[str, Any] | None = None
 
     @property
@@ -88,10 +89,14 @@ class Gate:
         await asyncio.to_thread(self.released.wait, timeout)
         raise GateClosed(f"killed at {self._armed}")
 
-    def release(self) -> None:
-        """After the kill: held servers stop; nothing more is armed."""
+    def release(self, *, survivors_proceed: bool = False) -> None:
+        """After the kill: held servers stop; nothing more is armed.  With
+        `survivors_proceed` (the kill spared processes outside the agent's
+        group) a held server in another process goes on as if never held:
+        a tool server that outlived the agent finishes the call."""
         with self._lock:
             self._armed = None
+            self.survivors_proceed = survivors_proceed
         self.released.set()
 
     def disarm(self) -> None:
@@ -147,7 +152,8 @@ class GateBridge:
                 record = self.gate.reach(str(message.pop("boundary", "?")), **message)
                 if record.get("hold"):
                     self.gate.released.wait()
-                    reply: dict[str, Any] = {"closed": True}
+                    go_on = self.gate.survivors_proceed
+                    reply: dict[str, Any] = {"n": record["n"]} if go_on else {"closed": True}
                 else:
                     reply = {"n": record["n"]}
                 with contextlib.suppress(OSError):

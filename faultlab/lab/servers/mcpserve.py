@@ -82,7 +82,12 @@ def build_server(runner: ToolRunner, scenario: Scenario, watch: _ReplyWatch) -> 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        outcome = await runner.call(params.name, dict(params.arguments or {}))
+        # A call the server received runs to its end even if the agent goes
+        # away meanwhile (its stdin closes and the SDK cancels the request):
+        # what a real tool does, and what `sigkill-agent` must show when
+        # the agent started this server in a process group of its own.
+        with anyio.CancelScope(shield=True):
+            outcome = await runner.call(params.name, dict(params.arguments or {}))
         if ctx.request_id is not None:
             watch.pending[ctx.request_id] = outcome.replied
         return types.CallToolResult(

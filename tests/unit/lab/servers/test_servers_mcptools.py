@@ -13,6 +13,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import mcp_types
+import orjson
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -277,3 +279,44 @@ def test_bad_input_is_one_line_and_exit_2(short_tmp: Path, case: str) -> None:
     assert done.stderr.startswith("faultlab-mcp: ")
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+def test_a_server_that_outlives_the_agent_finishes_the_held_call(short_tmp: Path) -> None:
+    # `sigkill-agent` spares a tool server the agent put in a group of its
+    # own: the call it holds at tool/received goes on once released, although
+    # its client (the agent) is gone, and its effect lands in the ledger.
+    # Raw JSON-RPC lines: the SDK's client would terminate the server on exit.
+    gate = Gate(parse_kill_point("tool/received#1@0"))
+    bridge = GateBridge(gate, short_tmp / "gate.sock")
+    ledger = short_tmp / "ledger.jsonl"
+    server = subprocess.Popen(
+        [sys.executable, "-m", MODULE, str(PAYMENT), "--ledger", str(ledger),
+         "--gate", str(bridge.path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+    )  # fmt: skip
+    assert server.stdin is not None and server.stdout is not None
+
+    def send(message: dict[str, Any]) -> None:
+        assert server.stdin is not None
+        server.stdin.write(orjson.dumps({"jsonrpc": "2.0", **message}) + b"\n")
+        server.stdin.flush()
+
+    try:
+        send({"id": 1, "method": "initialize", "params": {
+            "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "gone-agent", "version": "0"}}})  # fmt: skip
+        assert b'"id":1' in server.stdout.readline().replace(b" ", b"")
+        send({"method": "notifications/initialized"})
+        send({"id": 2, "method": "tools/call",
+              "params": {"name": "charge_card", "arguments": {"amount": 40}}})  # fmt: skip
+        assert gate.fired.wait(30)
+        server.stdin.close()  # the agent died: its end of the pipe is gone
+        gate.release(survivors_proceed=True)
+        assert server.wait(30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(30)
+        bridge.close()
+    assert [effect["tool"] for effect in read_ledger(ledger)] == ["charge_card"]
+    assert boundaries(gate)[:2] == ["tool/received", "tool/applied"]

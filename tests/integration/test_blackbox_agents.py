@@ -1,11 +1,12 @@
-# Real agents, unmodified, crash-tested end to end (`--agent`): each one is
-# killed inside charge_card's body (`tool/applied#1@0`: the card is charged,
-# the tool server holds its reply) and resumed.  What each does there is its
-# documented finding (docs/agents.md): the Agents SDK app kept no trace of
-# the call and charges again, Codex tells the model the applied call was
-# "aborted", Claude Code says the outcome is unknown and does not retry, or,
-# when the kill beats its asynchronous session write, cannot find its session
-# at all (a race: 1 of 8 runs here; docs/agents.md "Stability").
+# Real agents, unmodified, crash-tested end to end (`--agent`), each at a kill
+# point whose outcome was stable over repeats here (docs/agents.md
+# "Stability"): inside charge_card's body (`tool/applied#1@0`: the card is
+# charged, the tool server holds its reply) the Agents SDK app kept no trace
+# of the call and charges again, and Codex tells the model the applied call
+# was "aborted".  Claude Code writes its session a little behind: killed
+# when the tool server has received a call (`tool/received#1@0`) it has, or
+# has not yet, a trace of the call (pass or TOOL_INTENT_LOST, about half and
+# half here), so only the codes a lost race may give are asserted for it.
 # `.ci/run` installs the agents (faultlab agents install); elsewhere a test
 # whose agent is missing is skipped with the command that installs it.
 from __future__ import annotations
@@ -28,21 +29,24 @@ def need(agent: str) -> None:
         pytest.skip(f"{agent} is not installed (faultlab agents install {agent})")
 
 
-# Per agent: the codes it must get, and the ones a lost race may add.
+# Per agent: the kill point, the codes it always gets there, and the ones a
+# race may add.
 FINDINGS = [
-    ("openai-agents", {"TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"}, set()),
-    ("codex", {"REPAIR_MISCLASSIFIED"}, set()),
-    ("claude-code", set(), {"SESSION_NOT_FOUND"}),
+    ("openai-agents", "tool/applied#1@0", {"TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"}, set()),
+    ("codex", "tool/applied#1@0", {"REPAIR_MISCLASSIFIED"}, set()),
+    ("claude-code", "tool/received#1@0", set(), {"TOOL_INTENT_LOST", "SESSION_NOT_FOUND"}),
+    # Outcome unknown on resume, with guidance to verify (not in CI: 316 MB).
+    ("deepseek-harness", "tool/applied#1@0", set(), set()),
 ]
 
 
-@pytest.mark.parametrize(("agent", "codes", "racy"), FINDINGS, ids=[f[0] for f in FINDINGS])
-def test_a_kill_in_the_tool_body(
-    tmp_path: Path, agent: str, codes: set[str], racy: set[str]
+@pytest.mark.parametrize(("agent", "point", "codes", "racy"), FINDINGS,
+                         ids=[f[0] for f in FINDINGS])  # fmt: skip
+def test_a_kill_at_a_tool_boundary(
+    tmp_path: Path, agent: str, point: str, codes: set[str], racy: set[str]
 ) -> None:
     need(agent)
-    result = lab.run_agent_case(PAYMENT, "tool/applied#1@0", agent=agent, workdir=tmp_path,
-                                timeout=180)  # fmt: skip
+    result = lab.run_agent_case(PAYMENT, point, agent=agent, workdir=tmp_path, timeout=180)
     messages = [v.message for v in result.violations]
     assert codes <= set(result.codes) <= codes | racy, messages
     assert result.verdict == ("fail" if result.codes else "pass"), messages

@@ -6,9 +6,11 @@
 # prints and returns its exit code.
 from __future__ import annotations
 
+import contextlib
+import shlex
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +18,13 @@ import click
 import orjson
 
 from faultlab.cli import options as opt
+from faultlab.cli import show
 from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
+from faultlab.cli.show import print_failures
 
 if TYPE_CHECKING:
     from faultlab.lab import CaseResult, ExploreResult, Shard
+    from faultlab.lab.report.console import Style
 
 __all__ = ["boundaries", "explore", "fault_line", "replay", "run"]
 
@@ -33,22 +38,6 @@ def fault_line(per_fault: Mapping[str, Mapping[str, int]]) -> str:
         for fault, t in per_fault.items()
     ]
     return "crash cases per fault: " + (", ".join(parts) or "none ran")
-
-
-class _Progress:
-    """A one-line progress display on a terminal; sparse lines elsewhere."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.failed = 0
-
-    def __call__(self, result: CaseResult, done: int, total: int) -> None:
-        self.failed += 1 if result.failed else 0
-        line = f"[{done}/{total}] {self.failed} failing  {result.verdict:5} {result.case.id}"
-        if self.tty:
-            click.echo(f"\r\x1b[K{line}", err=True, nl=done == total)
-        elif done == total or done % max(1, total // 10) == 0:
-            say(line)
 
 
 class _PlanProgress:
@@ -66,7 +55,44 @@ class _PlanProgress:
             say(line)
 
 
-def _print_summary(result: ExploreResult, report: Path | None) -> None:
+def _print_summary(
+    result: ExploreResult, report: Path | None, *, replay: Callable[[CaseResult], str],
+    verbosity: int = 0, paint: Style | None = None,
+) -> None:  # fmt: skip
+    from faultlab.lab.report.console import Style
+
+    paint = paint or Style()
+    if verbosity >= 0:
+        _print_table(result)
+    failing = [r for r in result.results if r.failed]
+    print_failures(failing, replay=replay, report=report, verbosity=verbosity, paint=paint)
+    unsupported: dict[tuple[str, str], int] = {}
+    for r in result.unsupported:
+        key = (r.case.fault, r.detail)
+        unsupported[key] = unsupported.get(key, 0) + 1
+    if verbosity >= 0:
+        for (fault, reason), count in unsupported.items():
+            say(f"  UNSUPPORTED {fault} ({count} scenario(s), not run, not passed): {reason}")
+    verdict = paint("all guarantees held", "pass") if result.passed else paint(
+        "violations found", "fail")  # fmt: skip
+    if result.passed and unsupported:
+        verdict += " (on the faults this backend supports)"
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items()))
+    if result.references and verbosity >= 0:
+        from faultlab import lab
+
+        say(lab.ground_truth_line(result))
+    forced = paint.color or None
+    if result.stopped:
+        say(paint(f"stopped after {len(failing)} failing case(s) (-x/--maxfail): the cases "
+                  "after them did not run", "warn"), color=forced)  # fmt: skip
+    say(f"{len(result.results)} case(s) in {result.seconds:.1f}s: {tally}: {verdict}",
+        color=forced)
+    if report is not None:
+        say(f"report: {report}")
+
+
+def _print_table(result: ExploreResult) -> None:
     per: dict[str, Counter[str]] = {}
     for r in result.results:
         per.setdefault(Path(r.case.scenario).name, Counter())[r.verdict] += 1
@@ -80,33 +106,24 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
             f"{counts['fail']:4}  {other:5}  {counts['unsupported']:11}"
         )
     say(fault_line({f: t.to_json() for f, t in result.per_fault.items()}))
-    failing = [r for r in result.results if r.failed]
-    for r in failing[:20]:
-        say(f"  {r.verdict.upper():5} {r.case.id}: {', '.join(r.codes)}")
-        if r.violations:
-            say(f"        {r.violations[0].message}")
-    if len(failing) > 20:
-        say(f"  ... and {len(failing) - 20} more failing case(s); see the report")
-    unsupported: dict[tuple[str, str], int] = {}
-    for r in result.unsupported:
-        key = (r.case.fault, r.detail)
-        unsupported[key] = unsupported.get(key, 0) + 1
-    for (fault, reason), count in unsupported.items():
-        say(f"  UNSUPPORTED {fault} ({count} scenario(s), not run, not passed): {reason}")
-    codes = Counter(code for r in result.results for code in r.codes)
-    verdict = "all guarantees held" if result.passed else "violations found"
-    if result.passed and unsupported:
-        verdict += " (on the faults this backend supports)"
-    tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items()))
-    if result.references:
-        from faultlab import lab
 
-        say(lab.ground_truth_line(result))
-    say(f"{len(result.results)} case(s) in {result.seconds:.1f}s: {tally}: {verdict}")
-    if codes:
-        say("codes: " + ", ".join(f"{c} x{n}" for c, n in codes.most_common()))
-    if report is not None:
-        say(f"report: {report}")
+
+def _run_command(
+    *, policy: str | None, target: str | None, backend: str | None, drive: str
+) -> Callable[[CaseResult], str]:
+    """With no report to replay from: the `faultlab run` of a case."""
+
+    def command(result: CaseResult) -> str:
+        argv = ["faultlab", "run", result.case.scenario, "--at", result.case.occurrence,
+                "--fault", result.case.fault]  # fmt: skip
+        for name, value in (("policy", policy), ("target", target), ("backend", backend)):
+            if value is not None:
+                argv += [f"--{name}", value]
+        if drive != "classic":
+            argv += ["--drive", drive]
+        return shlex.join(argv)
+
+    return command
 
 
 @click.command()
@@ -151,19 +168,64 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
 @opt.spawn
 @opt.backend
 @opt.drive
+@click.option("-x", "--exitfirst", is_flag=True, help="Stop after the first failing case.")
+@click.option("--maxfail", type=click.IntRange(min=1), metavar="N",
+              help="Stop after N failing cases.")  # fmt: skip
+@click.option("-k", "keyword", metavar="EXPR",
+              help="Only the cases whose id matches EXPR: words (substrings of the id, "
+              "any case) with and, or, not and parentheses, e.g. -k 'effect and not power'.",
+              )  # fmt: skip
+@click.option("--lf", "--last-failed", "last_failed", is_flag=True,
+              help="Rerun only the failing cases of the newest report (all if none "
+              "failed).")  # fmt: skip
+@show.verbose
+@show.quiet
+@show.color
 @guarded
 def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
     shard: Shard | None, timeout: float, as_json: bool, report_dir: Path, no_report: bool,
     spawn: str, faults: str, max_double_cases: int, backend: str | None, drive: str,
-    agent: str | None, delays: str | None, repeats: int,
+    agent: str | None, delays: str | None, repeats: int, exitfirst: bool,
+    maxfail: int | None, keyword: str | None, last_failed: bool, verbose: int, quiet: int,
+    color_choice: str,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
     With no SCENARIOS, the bundled scenarios are explored.
+
+    \b
+    Examples:
+      faultlab explore scenarios/payment.toml --policy turn-only   # fails: the double charge
+      faultlab explore -k 'tool/effect and sigkill' -x             # some cases, stop at a failure
+      faultlab explore --lf                                        # the newest report's failures
+
+    Exit status: 0 every guarantee held, 1 violations found, 2 usage or
+    scenario error, 3 a bug in faultlab, 130 interrupted.
     """
     from faultlab import lab
+    from faultlab.lab.campaigns.select import Selection
 
+    verbosity = verbose - quiet
+    paint = show.style(color_choice)
+    rerun_ids: frozenset[str] | None = None
+    if last_failed:
+        from faultlab.lab.report.recent import last_failed as newest_failures
+
+        recorded = newest_failures(report_dir)
+        if recorded is None:
+            say(f"--lf: no report in {report_dir}: running every case")
+        elif not recorded.ids:
+            say(f"--lf: no case failed in {recorded.run}: running every case")
+        else:
+            rerun_ids = frozenset(recorded.ids)
+            say(f"--lf: rerunning {len(recorded.ids)} failing case(s) of {recorded.run}")
+            if not scenarios:
+                scenarios = tuple(Path(p) for p in recorded.scenarios)
+    stop_after = 1 if exitfirst else maxfail
+    select = None
+    if keyword is not None or rerun_ids is not None or stop_after is not None:
+        select = Selection(keyword=keyword, ids=rerun_ids, maxfail=stop_after)
     paths: Sequence[Path] = scenarios or (lab.bundled_scenarios(),)
     for path in paths:
         if not path.exists():
@@ -172,6 +234,8 @@ def explore(
                           spawn=spawn, max_double_cases=None if max_double_cases == 24
                           else max_double_cases)  # fmt: skip
     if agent is not None:
+        if select is not None:
+            raise UserError("-k, --lf, -x and --maxfail do not apply to --agent yet")
         return _explore_agent(paths, agent=agent, jobs=jobs, shard=shard, timeout=timeout,
                               as_json=as_json, report_dir=report_dir, no_report=no_report,
                               faults=faults, delays=delays, repeats=repeats)  # fmt: skip
@@ -179,14 +243,16 @@ def explore(
     lab.check_drive(drive, backend=backend)
     fault_names = lab.parse_faults(faults, drive=drive)
     loaded = lab.load_scenarios(paths)
-    say(
-        f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
-        + (", driven over ACP" if drive == "acp" else "")
-        + (f", shard {shard}" if shard else "")
-    )
+    if verbosity >= 0:
+        say(
+            f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
+            + (", driven over ACP" if drive == "acp" else "")
+            + (f", shard {shard}" if shard else "")
+        )
     if "double-sigkill" in fault_names:
         say("planning double-sigkill cases first: one fault-free recovery per first kill point")
-    with lab.workdir() as work:
+    progress = show.Progress(verbosity=verbosity, paint=paint)
+    with lab.workdir() as work, contextlib.closing(progress):
         result = lab.explore_scenarios(
             loaded,
             policy=policy,
@@ -195,13 +261,14 @@ def explore(
             shard=shard,
             timeout=timeout,
             workdir=work,
-            progress=_Progress(),
+            progress=progress,
             spawn=spawn,
             faults=fault_names,
             backend=backend,
             drive=drive,
             max_double=max_double_cases,
             plan_progress=_PlanProgress(),
+            select=select,
         )
         report = None
         if not no_report:
@@ -210,7 +277,12 @@ def explore(
                 timeout, spawn, backend, drive,
             )  # fmt: skip
             report = lab.write_report(result, info, report_dir)
-    _print_summary(result, report)
+    from faultlab.lab.report import replay_command
+
+    replay = ((lambda r: replay_command(r, report)) if report is not None
+              else _run_command(policy=policy, target=target, backend=backend,
+                                drive=drive))  # fmt: skip
+    _print_summary(result, report, replay=replay, verbosity=verbosity, paint=paint)
     if not result.results:
         say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
     elif not any(t.ran for t in result.per_fault.values()):
@@ -265,7 +337,7 @@ def _explore_agent(
     with lab.workdir() as work:
         result = lab.explore_agent(
             loaded, agent=agent, jobs=jobs, shard=shard, timeout=timeout, workdir=work,
-            progress=_Progress(), faults=fault_names, repeats=repeats,
+            progress=show.Progress(), faults=fault_names, repeats=repeats,
             delays_ms=None if delays is None else parse_delays(delays),
         )  # fmt: skip
         report = None
@@ -273,7 +345,15 @@ def _explore_agent(
             info = lab.RunInfo(lab.new_run_id(), tuple(sys.argv), (agent,), None, timeout,
                                "exec", None, "agent")  # fmt: skip
             report = lab.write_report(result, info, report_dir)
-    _print_summary(result, report)
+    from faultlab.lab.report import replay_command
+
+    def replay(r: CaseResult) -> str:
+        if report is not None:
+            return replay_command(r, report)
+        return shlex.join(["faultlab", "run", r.case.scenario, "--agent", agent, "--at",
+                           r.case.occurrence])  # fmt: skip
+
+    _print_summary(result, report, replay=replay)
     if not result.results:
         say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
     if as_json:

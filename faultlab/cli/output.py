@@ -37,8 +37,10 @@ class UserError(Exception):
     """A mistake of the user's: one line, exit 2."""
 
 
-def say(text: str = "") -> None:
-    click.echo(text, err=True)
+def say(text: str = "", *, color: bool | None = None) -> None:
+    """A line on stderr; `color=True` keeps ANSI styles off a terminal too
+    (`--color always`), None lets click strip them there."""
+    click.echo(text, err=True, color=color)
 
 
 def emit_json(value: Any) -> None:

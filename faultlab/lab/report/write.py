@@ -25,6 +25,7 @@ from faultlab.lab.campaigns.explore import ExploreResult, FaultTally
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import slug
+from faultlab.lab.process.target import LEDGER_NAME
 
 __all__ = [
     "RunInfo",
@@ -270,6 +271,11 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
         for item in source.iterdir():
             if item.is_file():
                 shutil.copy2(item, into / item.name)
+        # The world ledger (what the tools really applied) beside the logs: it
+        # is where a duplicated effect shows.
+        ledger = source / "session" / LEDGER_NAME
+        if ledger.is_file():
+            shutil.copy2(ledger, into / LEDGER_NAME)
     (into / "replay.sh").write_text(replay_command(result, report_dir) + "\n", encoding="utf-8")
     (into / "violations.json").write_bytes(dumps_json([v.to_json() for v in result.violations]))
     try:

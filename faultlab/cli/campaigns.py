@@ -13,6 +13,7 @@ import click
 import orjson
 
 from faultlab.cli import options as opt
+from faultlab.cli import show
 from faultlab.cli.cases import fault_line
 from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, emit_json, guarded, say
 
@@ -22,7 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["bench", "fuzz", "selftest"]
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab bench --quick     # seconds, not minutes',
+    'faultlab bench --out reports/bench.json',
+))
 @click.option(
     "--quick", is_flag=True, help="Small sizes and few repetitions (seconds, not minutes)."
 )
@@ -54,7 +58,10 @@ def bench(quick: bool, as_json: bool, out: Path) -> int:
     return EXIT_OK
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab selftest --quick                        # the CI subset',
+    'faultlab selftest --variants repair_says_safe    # one broken runtime, every fault',
+))
 @click.option("--quick", is_flag=True,
               help="Only each variant's documented catching cases (and the reference runtime "
               "on the same cases): the CI subset.")  # fmt: skip
@@ -70,14 +77,18 @@ def bench(quick: bool, as_json: bool, out: Path) -> int:
 @opt.report_dir
 @opt.no_report
 @opt.spawn
+@show.color
 @guarded
 def selftest(
     quick: bool, names: str | None, zoo: Path | None, jobs: int, timeout: float, as_json: bool,
-    report_dir: Path, no_report: bool, spawn: str,
+    report_dir: Path, no_report: bool, spawn: str, color_choice: str,
 ) -> int:  # fmt: skip
     """Prove the oracle: every broken runtime of the zoo must be caught with its
     expected code, and the reference runtime must raise no false alarm."""
     from faultlab import lab
+    from faultlab.lab.report.console import render_selftest_problems
+
+    paint = show.style(color_choice)
 
     registry = lab.load_zoo(zoo if zoo is not None else lab.default_zoo_path())
     chosen = registry.select(names)
@@ -95,6 +106,8 @@ def selftest(
     say()
     for line in lab.format_table(result):
         say(line)
+    for line in render_selftest_problems(result.rows, style=paint):
+        say(line, color=paint.color or None)
     if not no_report:
         say(f"report: {lab.write_selftest_report(result, report_dir)}")
     if as_json:
@@ -123,7 +136,11 @@ class _FuzzProgress:
             say(line)
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab fuzz --examples 500 --jobs 2             # the reference runtime',
+    'faultlab fuzz --policy turn-only -n 50 --seed 1   # finds and shrinks a failure',
+    "faultlab fuzz --faults all --shard 1/3            # one machine's third",
+))
 @click.option("--examples", "-n", type=click.IntRange(min=1), default=100, show_default=True,
               help="Examples (scenario x kill point x fault) to generate.")  # fmt: skip
 @click.option("--seed", type=click.IntRange(min=0), default=None,
@@ -143,11 +160,15 @@ class _FuzzProgress:
 @opt.json
 @opt.report_dir
 @opt.spawn
+@show.verbose
+@show.quiet
+@show.color
 @guarded
 def fuzz(
     examples: int, seed: int | None, policy: str | None, target: str | None, jobs: int,
     faults: str, check_determinism: bool, shard: Shard | None, stream_size: int,
-    timeout: float, as_json: bool, report_dir: Path, spawn: str,
+    timeout: float, as_json: bool, report_dir: Path, spawn: str, verbose: int, quiet: int,
+    color_choice: str,
 ) -> int:  # fmt: skip
     """Generate scenarios and kill points with Hypothesis; shrink any failure.
 
@@ -183,16 +204,18 @@ def fuzz(
     say(fault_line(summary["perFault"]))
     if not result.examples:
         say("faultlab: nothing was checked (this shard has no examples): a failure, not a pass")
-    for finding in summary["findings"]:
+    verbosity = verbose - quiet
+    paint = show.style(color_choice)
+    for finding in summary["findings"] if verbosity >= 0 else ():
         how = "shrunk" if finding["shrunk"] else "NOT shrunk (nondeterministic)"
-        say(f"FAIL {finding['id']} ({how}): {', '.join(finding['codes'])}")
-        for violation in next(
-            f.result.violations for f in result.findings if f.result.case.id == finding["id"]
-        ):
-            say(f"  {violation.code} [{violation.guarantee}]: {violation.message}")
+        say(f"{paint('FAIL', 'fail')} {finding['id']} ({how}): {', '.join(finding['codes'])}",
+            color=paint.color or None)  # fmt: skip
         say(f"  scenario:        {finding['scenario']}")
         say(f"  regression test: python -m pytest {finding['regressionTest']}")
-        say(f"  replay:          {finding['replay']}")
+    replays = {finding["id"]: finding["replay"] for finding in summary["findings"]}
+    show.print_failures([f.result for f in result.findings],
+                        replay=lambda r: str(replays.get(r.case.id, "")),
+                        report=report, verbosity=verbosity, paint=paint)  # fmt: skip
     say(f"report: {report}")
     if as_json:
         emit_json({**summary, "report": str(report)})

@@ -126,7 +126,11 @@ def _run_command(
     return command
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab explore scenarios/payment.toml --policy turn-only   # fails: a double charge',
+    "faultlab explore -k 'tool/effect and sigkill' -x     # some cases; stop at a failure",
+    "faultlab explore --lf                                # the newest report's failures again",
+))
 @click.argument("scenarios", nargs=-1, type=click.Path(path_type=Path))
 @opt.policy
 @opt.target
@@ -193,15 +197,6 @@ def explore(
     """Kill the target at every boundary occurrence of every scenario.
 
     With no SCENARIOS, the bundled scenarios are explored.
-
-    \b
-    Examples:
-      faultlab explore scenarios/payment.toml --policy turn-only   # fails: the double charge
-      faultlab explore -k 'tool/effect and sigkill' -x             # some cases, stop at a failure
-      faultlab explore --lf                                        # the newest report's failures
-
-    Exit status: 0 every guarantee held, 1 violations found, 2 usage or
-    scenario error, 3 a bug in faultlab, 130 interrupted.
     """
     from faultlab import lab
     from faultlab.lab.campaigns.select import Selection
@@ -363,7 +358,10 @@ def _explore_agent(
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab run scenarios/payment.toml --at tool/effect#1 --policy turn-only',
+    'faultlab run scenarios/chat.toml --at flush/written#1 --fault power-loss',
+))
 @click.argument("scenario", type=click.Path(path_type=Path))
 @click.option(
     "--at",
@@ -446,7 +444,10 @@ def run(
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab boundaries scenarios/payment.toml     # every kill point',
+    'faultlab boundaries scenarios/chat.toml --json',
+))
 @click.argument("scenario", type=click.Path(path_type=Path))
 @opt.policy
 @opt.target
@@ -496,7 +497,10 @@ def boundaries(
     return EXIT_VIOLATIONS if missing else EXIT_OK
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    "faultlab replay 'payment.toml::tool/effect#1[sigkill]'",
+    "faultlab replay 'payment.toml::tool/effect#1[sigkill]' --report-dir reports/RUN-ID",
+))
 @click.argument("case_id")
 @opt.report_dir
 @opt.json

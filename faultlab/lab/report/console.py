@@ -27,6 +27,7 @@ __all__ = [
     "harm_in_words",
     "progress_text",
     "render_failures",
+    "render_selftest_problems",
     "times",
     "use_color",
     "where_to_look",
@@ -223,3 +224,39 @@ def progress_text(done: int, total: int, failing: int, elapsed: float, current: 
     if 0 < done < total and elapsed >= 3.0 and left >= 1.0:
         line += f", about {duration(left)} left"
     return f"{line}  {current}" if current else line
+
+
+_SELFTEST_HARM = {
+    "missed": "the oracle let a broken runtime pass: this guarantee is not really checked",
+    "wrong-code": "the oracle caught a broken runtime but named another code",
+    "false-alarm": "the oracle failed the reference runtime, which keeps every guarantee",
+}
+
+
+def render_selftest_problems(
+    rows: Sequence[Any], *, style: Style | None = None, shown: int = 3
+) -> list[str]:
+    """The selftest's bad rows (SelftestRow: missed, wrong code, false alarm)
+    grouped by status and expected code, each with the guarantee it is about
+    and the command that reruns the first variant."""
+    paint = style or Style()
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for row in rows:
+        if row.status in _SELFTEST_HARM:
+            code = row.expected[0] if row.expected else next(iter(row.codes), "?")
+            groups.setdefault((row.status, code), []).append(row)
+    lines: list[str] = []
+    for (status, code), members in groups.items():
+        names = [f"{r.variant} [{r.stage}]" for r in members]
+        more = len(names) - shown
+        found = ", ".join(sorted({c for r in members for c in r.codes})) or "none"
+        first = members[0]
+        lines += [
+            "", f"{paint(status.upper(), 'fail')} {paint(code, 'code')}: {len(members)} variant(s)",
+            f"  about:   {promise(code)}",
+            f"  harm:    {_SELFTEST_HARM[status]} (codes found: {found})",
+            "  which:   " + ", ".join(names[:shown]) + (f", and {more} more" if more > 0 else ""),
+            f"  rerun:   faultlab selftest --variants {first.variant}"
+            + (" --quick" if first.stage == "quick" else ""),
+        ]  # fmt: skip
+    return lines

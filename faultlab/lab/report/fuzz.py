@@ -211,7 +211,7 @@ def _finding_files(finding: Finding, info: RunInfo, building: Path, final: Path)
 
 def write_fuzz_report(result: FuzzResult, info: RunInfo, report_dir: Path) -> Path:
     """Write the campaign's report; return its directory."""
-    with building_report(report_dir, info) as (building, final):
+    with building_report(report_dir, info, latest="latest-fuzz") as (building, final):
         rows = _rows(result, final)
         s = result.settings
         findings = []

@@ -26,6 +26,7 @@ from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import slug
 from faultlab.lab.process.target import LEDGER_NAME
+from faultlab.lab.report.console import where_to_look
 
 __all__ = [
     "RunInfo",
@@ -36,6 +37,7 @@ __all__ = [
     "ground_truth_line",
     "ground_truths",
     "junit_xml",
+    "look_at",
     "markdown_report",
     "new_run_id",
     "recorded_ids",
@@ -150,9 +152,18 @@ def markdown_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> s
             lines.append(f"### `{r.case.id}` ({r.verdict})")
             lines += [f"- `{v.code}`: {v.message}" for v in r.violations]
             lines.append(f"- replay: `{replay_command(r, report_dir)}`")
-            lines.append(f"- artifacts: `failures/{slug(r.case.id)}/`")
+            lines.append(f"- artifacts: `failures/{slug(r.case.id)}/`; the problem shows in "
+                         + ", ".join(f"`{name}`" for name in look_at(r)))  # fmt: skip
             lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def look_at(result: CaseResult) -> list[str]:
+    """The artifacts of a failing case that show its problems, most telling
+    first (the crashed log for a loss; the world ledger and the final log
+    for a duplicated effect)."""
+    names = [name for code in result.codes for name in where_to_look(code)] or ["violations.json"]
+    return list(dict.fromkeys(names))
 
 
 def fault_table(per_fault: Mapping[str, FaultTally]) -> list[str]:
@@ -298,11 +309,13 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
 
 
 @contextlib.contextmanager
-def building_report(report_dir: Path, info: RunInfo) -> Iterator[tuple[Path, Path]]:
+def building_report(
+    report_dir: Path, info: RunInfo, *, latest: str = "latest"
+) -> Iterator[tuple[Path, Path]]:
     """Build a run's report in a hidden directory next to where it goes:
     yields (building, final).  Afterwards `run.json` is written, the directory
-    takes its final name at once and `latest` points at it, so a reader never
-    sees half a report."""
+    takes its final name at once and `latest` (explorations; `latest-fuzz`
+    for fuzz campaigns) points at it, so a reader never sees half a report."""
     report_dir.mkdir(parents=True, exist_ok=True)
     final = report_dir.resolve() / info.run_id
     building = report_dir / f".{info.run_id}.tmp"
@@ -311,7 +324,7 @@ def building_report(report_dir: Path, info: RunInfo) -> Iterator[tuple[Path, Pat
     yield building, final
     (building / "run.json").write_bytes(dumps_json(info.to_json()))
     os.replace(building, final)
-    _point_latest(report_dir, info.run_id)
+    _point_latest(report_dir, info.run_id, latest)
 
 
 def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path:
@@ -336,6 +349,8 @@ def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path
             for r in result.results:
                 line = {**r.to_json(), "replay": replay_command(r, final), "run": info.run_id}
                 line["artifacts"] = {"dir": f"failures/{slug(r.case.id)}"} if r.failed else {}
+                if r.failed:
+                    line["lookAt"] = look_at(r)
                 cases.write(orjson.dumps(line) + b"\n")
         (building / "junit.xml").write_bytes(junit_xml(result))
         (building / "report.md").write_text(markdown_report(result, info, final), encoding="utf-8")
@@ -345,9 +360,9 @@ def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path
     return final
 
 
-def _point_latest(report_dir: Path, run_id: str) -> None:
-    link = report_dir / "latest"
-    temp = report_dir / f".latest.{os.getpid()}"
+def _point_latest(report_dir: Path, run_id: str, name: str = "latest") -> None:
+    link = report_dir / name
+    temp = report_dir / f".{name}.{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):
         temp.unlink()
     os.symlink(run_id, temp)

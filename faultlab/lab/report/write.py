@@ -27,6 +27,7 @@ from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import slug
 from faultlab.lab.process.target import LEDGER_NAME
 from faultlab.lab.report.console import where_to_look
+from faultlab.lab.report.html import REFERENCES, write_html
 
 __all__ = [
     "RunInfo",
@@ -357,7 +358,22 @@ def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path
         for r in result.results:
             if r.failed:
                 _failure_artifacts(r, building / "failures" / slug(r.case.id), info, final)
+        _reference_ledgers(result, building)
+        write_html(building, final=final)
     return final
+
+
+def _reference_ledgers(result: ExploreResult, building: Path) -> None:
+    """The fault-free run's world ledger per scenario, which report.html
+    counts each failure's effects against."""
+    if not result.references:
+        return
+    where = building / REFERENCES
+    where.mkdir()
+    for reference in result.references:
+        name = Path(reference.scenario_path).name
+        lines = b"".join(orjson.dumps(r) + b"\n" for r in reference.ledger)
+        (where / f"{name}.ledger.jsonl").write_bytes(lines)
 
 
 def _point_latest(report_dir: Path, run_id: str, name: str = "latest") -> None:

@@ -23,7 +23,7 @@ from faultlab.lab.process.reference import slug
 from faultlab.lab.read import read_any
 from faultlab.lab.report.console import harm_in_words, where_to_look
 
-__all__ = ["REFERENCES", "html_report", "write_html"]
+__all__ = ["REFERENCES", "html_report", "selftest_html", "write_html"]
 
 REFERENCES = "references"  # <run>/references/<scenario>.ledger.jsonl: fault-free ledgers
 DETAILED = 200  # failures shown in full; the rest are listed (the page stays fast)
@@ -330,4 +330,36 @@ window.addEventListener('hashchange',openTarget);openTarget();
 document.getElementById('only-failing').addEventListener('change',function(e){
 document.querySelectorAll('table.matrix tr.good').forEach(function(r){
 r.classList.toggle('hidden',e.target.checked);});});
+window.addEventListener('load',function(){
+document.body.setAttribute('data-load-ms',String(Math.round(performance.now())));});
+document.body.setAttribute('data-ready','1');
 """
+
+
+_GOOD_STATUS = frozenset({"detected", "clean"})
+
+
+def selftest_html(report: dict[str, Any]) -> str:
+    """report.html of a selftest (its selftest.json): one row per variant and
+    stage, coloured by status, the problems first."""
+    rows = sorted(report.get("rows", []), key=lambda r: r.get("status") in _GOOD_STATUS)
+    body = []
+    for row in rows:
+        status = str(row.get("status"))
+        verdict = "pass" if status in _GOOD_STATUS else (
+            "unsupported" if status == "not-available" else "fail")  # fmt: skip
+        expected = ", ".join(row.get("expected", []))
+        found = ", ".join(f"{c} x{n}" for c, n in row.get("codes", {}).items())
+        about = promise(row["expected"][0]) if row.get("expected") else ""
+        body.append(f"<tr class='v-{verdict}'><td>{_e(row.get('variant'))}</td>"
+                    f"<td>{_e(row.get('stage'))}</td><td>{_e(status)}</td><td>{_e(expected)}"
+                    f"</td><td>{_e(found)}</td><td>{_e(about)}</td>"
+                    f"<td>{_e(row.get('firstCase') or row.get('note', ''))}</td></tr>")  # fmt: skip
+    bad = sum(1 for r in rows if r.get("status") in ("missed", "wrong-code", "false-alarm"))
+    verdict = "the oracle caught every variant" if not bad else f"{bad} problem row(s)"
+    return (f"<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>faultlab "
+            f"selftest</title><style>{_CSS}</style></head><body><h1>faultlab selftest</h1>"
+            f"<section id=summary class='{'fail' if bad else 'pass'}'><p class=verdict>"
+            f"{_e(verdict)}</p></section><table class=selftest><tr><th>variant</th><th>stage"
+            f"</th><th>status</th><th>expected</th><th>codes found</th><th>guarantee</th>"
+            f"<th>first case / note</th></tr>{''.join(body)}</table></body></html>\n")  # fmt: skip

@@ -5,7 +5,8 @@
 # group `main` (the console script and `python -m faultlab`); the commands
 # live in `cases` (explore, run, boundaries, replay), `reports` (inspect,
 # report merge), `campaigns` (bench, selftest, fuzz) and `agents` (install,
-# list the real agents), their shared options in `options`.
+# list the real agents), their shared options in `options`, and how a run
+# talks to a person (progress, colour, the grouped failures) in `show`.
 from __future__ import annotations
 
 import click

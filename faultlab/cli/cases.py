@@ -1,7 +1,8 @@
 # The commands about crash cases: `explore` (every case of some scenarios),
 # `run` (one case, with its timeline), `boundaries` (the fault-free dry run
 # that lists the kill points) and `replay` (one recorded case again), with the
-# progress line and the summary table `explore` prints.  Each parses, calls
+# summary `explore` prints (its table; the grouped failures and the progress
+# line are `show`'s) and pytest's -x, --maxfail, -k and --lf.  Each parses, calls
 # `faultlab.lab` (imported inside the command, so `--help` stays cheap),
 # prints and returns its exit code.
 from __future__ import annotations

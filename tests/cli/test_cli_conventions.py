@@ -130,3 +130,16 @@ def test_each_help_ends_with_examples_and_exit_codes(command: list[str]) -> None
     examples = tail[tail.index("Examples:"):]
     assert examples.count(f"faultlab {command[0]}") >= 2
     assert "Exit status: 0" in examples and examples.rstrip().endswith("interrupted.")
+
+
+def test_a_slow_start_is_said_once(capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    from faultlab.cli.show import Progress
+
+    progress = Progress(slow=0.05)
+    try:
+        time.sleep(0.5)
+    finally:
+        progress.close()
+    assert capsys.readouterr().err.count("still waiting for the fault-free reference run(s)") == 1

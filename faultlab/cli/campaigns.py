@@ -14,8 +14,8 @@ import orjson
 
 from faultlab.cli import options as opt
 from faultlab.cli import show
-from faultlab.cli.cases import fault_line
 from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, emit_json, guarded, say
+from faultlab.cli.show import fault_line
 
 if TYPE_CHECKING:
     from faultlab.lab import SelftestRow, Shard

@@ -1,8 +1,8 @@
 # The commands about crash cases: `explore` (every case of some scenarios),
 # `run` (one case, with its timeline), `boundaries` (the fault-free dry run
 # that lists the kill points) and `replay` (one recorded case again), with the
-# summary `explore` prints (its table; the grouped failures and the progress
-# line are `show`'s) and pytest's -x, --maxfail, -k and --lf.  Each parses, calls
+# double-sigkill planning line and pytest's -x, --maxfail, -k and --lf (the
+# summary, the grouped failures and the progress line are `show`'s).  Each parses, calls
 # `faultlab.lab` (imported inside the command, so `--help` stays cheap),
 # prints and returns its exit code.
 from __future__ import annotations
@@ -10,8 +10,7 @@ from __future__ import annotations
 import contextlib
 import shlex
 import sys
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,24 +20,11 @@ import orjson
 from faultlab.cli import options as opt
 from faultlab.cli import show
 from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
-from faultlab.cli.show import print_failures
 
 if TYPE_CHECKING:
-    from faultlab.lab import CaseResult, ExploreResult, Shard
-    from faultlab.lab.report.console import Style
+    from faultlab.lab import CaseResult, Shard
 
-__all__ = ["boundaries", "explore", "fault_line", "replay", "run"]
-
-
-def fault_line(per_fault: Mapping[str, Mapping[str, int]]) -> str:
-    """Crash cases that ran per fault, and those that could not (unsupported);
-    `per_fault` as in summary.json's `perFault`."""
-    parts = [
-        f"{fault} {t['ran']} ran"
-        + (f" + {t['unsupported']} unsupported" if t["unsupported"] else "")
-        for fault, t in per_fault.items()
-    ]
-    return "crash cases per fault: " + (", ".join(parts) or "none ran")
+__all__ = ["boundaries", "explore", "replay", "run"]
 
 
 class _PlanProgress:
@@ -54,77 +40,6 @@ class _PlanProgress:
             click.echo(f"\r\x1b[K{line}", err=True, nl=probed == total)
         elif probed == total or probed % max(1, total // 10) == 0:
             say(line)
-
-
-def _print_summary(
-    result: ExploreResult, report: Path | None, *, replay: Callable[[CaseResult], str],
-    verbosity: int = 0, paint: Style | None = None,
-) -> None:  # fmt: skip
-    from faultlab.lab.report.console import Style
-
-    paint = paint or Style()
-    if verbosity >= 0:
-        _print_table(result)
-    failing = [r for r in result.results if r.failed]
-    print_failures(failing, replay=replay, report=report, verbosity=verbosity, paint=paint)
-    unsupported: dict[tuple[str, str], int] = {}
-    for r in result.unsupported:
-        key = (r.case.fault, r.detail)
-        unsupported[key] = unsupported.get(key, 0) + 1
-    if verbosity >= 0:
-        for (fault, reason), count in unsupported.items():
-            say(f"  UNSUPPORTED {fault} ({count} scenario(s), not run, not passed): {reason}")
-    verdict = paint("all guarantees held", "pass") if result.passed else paint(
-        "violations found", "fail")  # fmt: skip
-    if result.passed and unsupported:
-        verdict += " (on the faults this backend supports)"
-    tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items()))
-    if result.references and verbosity >= 0:
-        from faultlab import lab
-
-        say(lab.ground_truth_line(result))
-    forced = paint.color or None
-    if result.stopped:
-        say(paint(f"stopped after {len(failing)} failing case(s) (-x/--maxfail): the cases "
-                  "after them did not run", "warn"), color=forced)  # fmt: skip
-    say(f"{len(result.results)} case(s) in {result.seconds:.1f}s: {tally}: {verdict}",
-        color=forced)
-    if report is not None:
-        say(f"report: {report}")
-
-
-def _print_table(result: ExploreResult) -> None:
-    per: dict[str, Counter[str]] = {}
-    for r in result.results:
-        per.setdefault(Path(r.case.scenario).name, Counter())[r.verdict] += 1
-    width = max((len(name) for name in per), default=8)
-    # cases = pass + fail + other + unsupported, per scenario and in total.
-    say(f"{'scenario':{width}}  cases  pass  fail  other  unsupported")
-    for name, counts in [*per.items(), ("total", sum(per.values(), Counter()))]:
-        other = sum(counts.values()) - counts["pass"] - counts["fail"] - counts["unsupported"]
-        say(
-            f"{name:{width}}  {sum(counts.values()):5}  {counts['pass']:4}  "
-            f"{counts['fail']:4}  {other:5}  {counts['unsupported']:11}"
-        )
-    say(fault_line({f: t.to_json() for f, t in result.per_fault.items()}))
-
-
-def _run_command(
-    *, policy: str | None, target: str | None, backend: str | None, drive: str
-) -> Callable[[CaseResult], str]:
-    """With no report to replay from: the `faultlab run` of a case."""
-
-    def command(result: CaseResult) -> str:
-        argv = ["faultlab", "run", result.case.scenario, "--at", result.case.occurrence,
-                "--fault", result.case.fault]  # fmt: skip
-        for name, value in (("policy", policy), ("target", target), ("backend", backend)):
-            if value is not None:
-                argv += [f"--{name}", value]
-        if drive != "classic":
-            argv += ["--drive", drive]
-        return shlex.join(argv)
-
-    return command
 
 
 @click.command(epilog=opt.epilog(
@@ -276,9 +191,9 @@ def explore(
     from faultlab.lab.report import replay_command
 
     replay = ((lambda r: replay_command(r, report)) if report is not None
-              else _run_command(policy=policy, target=target, backend=backend,
+              else show.run_command(policy=policy, target=target, backend=backend,
                                 drive=drive))  # fmt: skip
-    _print_summary(result, report, replay=replay, verbosity=verbosity, paint=paint)
+    show.print_summary(result, report, replay=replay, verbosity=verbosity, paint=paint)
     if not result.results:
         say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
     elif not any(t.ran for t in result.per_fault.values()):
@@ -349,7 +264,7 @@ def _explore_agent(
         return shlex.join(["faultlab", "run", r.case.scenario, "--agent", agent, "--at",
                            r.case.occurrence])  # fmt: skip
 
-    _print_summary(result, report, replay=replay)
+    show.print_summary(result, report, replay=replay)
     if not result.results:
         say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
     if as_json:

@@ -26,8 +26,11 @@ from faultlab.lab.report.console import harm_in_words, where_to_look
 __all__ = ["REFERENCES", "html_report", "selftest_html", "write_html"]
 
 REFERENCES = "references"  # <run>/references/<scenario>.ledger.jsonl: fault-free ledgers
-DETAILED = 200  # failures shown in full; the rest are listed (the page stays fast)
-LOG_ROWS = 300  # rows per log shown
+# Failures shown in full: the first of each kind (scenario and codes) first,
+# then in case order, up to DETAILED; the rest are listed with their replay
+# command, so a page of hundreds of failures still opens at once.
+DETAILED = 40
+LOG_ROWS = 150  # rows per log shown
 _FAILED = frozenset({"fail", "drift", "hung", "error"})
 _LOGS = ("crashed", "repaired", "final")
 
@@ -66,14 +69,24 @@ def html_report(run: Path, *, final: Path | None = None) -> str:
     body.append(f"<h2>Failures ({len(failing)})</h2>")
     if not failing:
         body.append("<p class=ok>No case failed: every guarantee held.</p>")
-    for index, case in enumerate(failing):
-        body.append(_failure(run, case, final or run) if index < DETAILED
+    detailed = _pick_detailed(failing)
+    for case in failing:
+        body.append(_failure(run, case, final or run) if id(case) in detailed
                     else _failure_line(case))  # fmt: skip
     title = f"faultlab {summary.get('kind', 'run')} {summary.get('runId', run.name)}"
     return (f"<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
             f"<meta name=viewport content='width=device-width'><title>{_e(title)}</title>"
             f"<style>{_CSS}</style></head><body>\n<h1>{_e(title)}</h1>\n"
             + "\n".join(body) + f"\n<script>{_JS}</script>\n</body></html>\n")  # fmt: skip
+
+
+def _pick_detailed(failing: list[dict[str, Any]]) -> set[int]:
+    """The failures drawn in full (by identity): one of each kind first."""
+    kinds: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+    for case in failing:
+        kinds.setdefault((str(case.get("scenario")), tuple(case.get("codes", []))), case)
+    ordered = [*kinds.values(), *(c for c in failing if c not in kinds.values())]
+    return {id(case) for case in ordered[:DETAILED]}
 
 
 def _summary(summary: dict[str, Any], cases: list[dict[str, Any]],
@@ -269,7 +282,7 @@ def _logs(where: Path) -> str:
             rows.append(f"<tr class='{kind}'><td>{seq}</td><td>{_e(event.type)}</td>"
                         f"<td>{_e(brief)}</td></tr>")  # fmt: skip
         more = f"<p>and {len(events) - LOG_ROWS} more</p>" if len(events) > LOG_ROWS else ""
-        parts.append(f"<details class=log{' open' if name != 'final' else ''}><summary>"
+        parts.append(f"<details class=log{' open' if name == 'crashed' else ''}><summary>"
                      f"{name} log: {len(events)} event(s)</summary><table>{''.join(rows)}"
                      f"</table>{more}</details>")  # fmt: skip
     parts.append("<p class=legend><span class=repair>repair</span> added by crash repair, "

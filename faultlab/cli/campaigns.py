@@ -13,8 +13,9 @@ import click
 import orjson
 
 from faultlab.cli import options as opt
-from faultlab.cli.cases import fault_line
+from faultlab.cli import show
 from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
+from faultlab.cli.show import fault_line
 
 if TYPE_CHECKING:
     from faultlab.lab import SelftestRow, Shard
@@ -22,7 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["bench", "fuzz", "selftest"]
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab bench --quick     # seconds, not minutes',
+    'faultlab bench --out reports/bench.json',
+))
 @click.option(
     "--quick", is_flag=True, help="Small sizes and few repetitions (seconds, not minutes)."
 )
@@ -54,7 +58,10 @@ def bench(quick: bool, as_json: bool, out: Path) -> int:
     return EXIT_OK
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab selftest --quick                        # the CI subset',
+    'faultlab selftest --variants repair_says_safe    # one broken runtime, every fault',
+))
 @click.option("--quick", is_flag=True,
               help="Only each variant's documented catching cases (and the reference runtime "
               "on the same cases): the CI subset.")  # fmt: skip
@@ -70,14 +77,18 @@ def bench(quick: bool, as_json: bool, out: Path) -> int:
 @opt.report_dir
 @opt.no_report
 @opt.spawn
+@show.color
 @guarded
 def selftest(
     quick: bool, names: str | None, zoo: Path | None, jobs: int, timeout: float, as_json: bool,
-    report_dir: Path, no_report: bool, spawn: str,
+    report_dir: Path, no_report: bool, spawn: str, color_choice: str,
 ) -> int:  # fmt: skip
     """Prove the oracle: every broken runtime of the zoo must be caught with its
     expected code, and the reference runtime must raise no false alarm."""
     from faultlab import lab
+    from faultlab.lab.report.console import render_selftest_problems
+
+    paint = show.style(color_choice)
 
     registry = lab.load_zoo(zoo if zoo is not None else lab.default_zoo_path())
     chosen = registry.select(names)
@@ -95,6 +106,8 @@ def selftest(
     say()
     for line in lab.format_table(result):
         say(line)
+    for line in render_selftest_problems(result.rows, style=paint):
+        say(line, color=paint.color or None)
     if not no_report:
         say(f"report: {lab.write_selftest_report(result, report_dir)}")
     if as_json:
@@ -123,7 +136,11 @@ class _FuzzProgress:
             say(line)
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab fuzz --examples 500 --jobs 2             # the reference runtime',
+    'faultlab fuzz --policy turn-only -n 50 --seed 1   # finds and shrinks a failure',
+    "faultlab fuzz --faults all --shard 1/3            # one machine's third",
+))
 @click.option("--examples", "-n", type=click.IntRange(min=1), default=100, show_default=True,
               help="Examples (scenario x kill point x fault) to generate.")  # fmt: skip
 @click.option("--seed", type=click.IntRange(min=0), default=None,
@@ -148,12 +165,15 @@ class _FuzzProgress:
               show_default=True, metavar="MS",
               help="With --agent: kill up to this many ms after the drawn boundary.")  # fmt: skip
 @click.argument("scenarios", nargs=-1, type=click.Path(path_type=Path))
+@show.verbose
+@show.quiet
+@show.color
 @guarded
 def fuzz(
     examples: int, seed: int | None, policy: str | None, target: str | None, jobs: int,
     faults: str, check_determinism: bool, shard: Shard | None, stream_size: int,
     timeout: float, as_json: bool, report_dir: Path, spawn: str, agent: str | None,
-    max_delay: int, scenarios: tuple[Path, ...],
+    max_delay: int, scenarios: tuple[Path, ...], verbose: int, quiet: int, color_choice: str,
 ) -> int:  # fmt: skip
     """Generate scenarios and kill points with Hypothesis; shrink any failure.
 
@@ -203,16 +223,18 @@ def fuzz(
     say(fault_line(summary["perFault"]))
     if not result.examples:
         say("faultlab: nothing was checked (this shard has no examples): a failure, not a pass")
-    for finding in summary["findings"]:
+    verbosity = verbose - quiet
+    paint = show.style(color_choice)
+    for finding in summary["findings"] if verbosity >= 0 else ():
         how = "shrunk" if finding["shrunk"] else "NOT shrunk (nondeterministic)"
-        say(f"FAIL {finding['id']} ({how}): {', '.join(finding['codes'])}")
-        for violation in next(
-            f.result.violations for f in result.findings if f.result.case.id == finding["id"]
-        ):
-            say(f"  {violation.code} [{violation.guarantee}]: {violation.message}")
+        say(f"{paint('FAIL', 'fail')} {finding['id']} ({how}): {', '.join(finding['codes'])}",
+            color=paint.color or None)  # fmt: skip
         say(f"  scenario:        {finding['scenario']}")
         say(f"  regression test: python -m pytest {finding['regressionTest']}")
-        say(f"  replay:          {finding['replay']}")
+    replays = {finding["id"]: finding["replay"] for finding in summary["findings"]}
+    show.print_failures([f.result for f in result.findings],
+                        replay=lambda r: str(replays.get(r.case.id, "")),
+                        report=report, verbosity=verbosity, paint=paint)  # fmt: skip
     say(f"report: {report}")
     if as_json:
         emit_json({**summary, "report": str(report)})
@@ -225,7 +247,7 @@ def _fuzz_agent(
 ) -> int:  # fmt: skip
     """`fuzz --agent`: drawn kill points of a black-box agent, reported like explore."""
     from faultlab import lab
-    from faultlab.cli.cases import _Progress, report_agent_result
+    from faultlab.cli.cases import report_agent_result
 
     loaded = lab.load_scenarios(list(scenarios) or [lab.bundled_scenarios()])
     fault_names = [f.strip() for f in faults.split(",") if f.strip()]
@@ -234,7 +256,7 @@ def _fuzz_agent(
     with lab.workdir() as work:
         result = lab.fuzz_agent(
             loaded, agent=agent, examples=examples, seed=seed, jobs=jobs, timeout=timeout,
-            workdir=work, progress=_Progress(), faults=fault_names, max_delay_ms=max_delay,
+            workdir=work, progress=show.Progress(), faults=fault_names, max_delay_ms=max_delay,
         )  # fmt: skip
         return report_agent_result(result, agent=agent, timeout=timeout, as_json=as_json,
                                    report_dir=report_dir)  # fmt: skip

@@ -1,14 +1,16 @@
 # The commands about crash cases: `explore` (every case of some scenarios),
 # `run` (one case, with its timeline), `boundaries` (the fault-free dry run
 # that lists the kill points) and `replay` (one recorded case again), with the
-# progress line and the summary table `explore` prints.  Each parses, calls
+# double-sigkill planning line and pytest's -x, --maxfail, -k and --lf (the
+# summary, the grouped failures and the progress line are `show`'s).  Each parses, calls
 # `faultlab.lab` (imported inside the command, so `--help` stays cheap),
 # prints and returns its exit code.
 from __future__ import annotations
 
+import contextlib
+import shlex
 import sys
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,39 +18,13 @@ import click
 import orjson
 
 from faultlab.cli import options as opt
+from faultlab.cli import show
 from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
 
 if TYPE_CHECKING:
     from faultlab.lab import CaseResult, ExploreResult, Shard
 
-__all__ = ["boundaries", "explore", "fault_line", "replay", "run"]
-
-
-def fault_line(per_fault: Mapping[str, Mapping[str, int]]) -> str:
-    """Crash cases that ran per fault, and those that could not (unsupported);
-    `per_fault` as in summary.json's `perFault`."""
-    parts = [
-        f"{fault} {t['ran']} ran"
-        + (f" + {t['unsupported']} unsupported" if t["unsupported"] else "")
-        for fault, t in per_fault.items()
-    ]
-    return "crash cases per fault: " + (", ".join(parts) or "none ran")
-
-
-class _Progress:
-    """A one-line progress display on a terminal; sparse lines elsewhere."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.failed = 0
-
-    def __call__(self, result: CaseResult, done: int, total: int) -> None:
-        self.failed += 1 if result.failed else 0
-        line = f"[{done}/{total}] {self.failed} failing  {result.verdict:5} {result.case.id}"
-        if self.tty:
-            click.echo(f"\r\x1b[K{line}", err=True, nl=done == total)
-        elif done == total or done % max(1, total // 10) == 0:
-            say(line)
+__all__ = ["boundaries", "explore", "replay", "run"]
 
 
 class _PlanProgress:
@@ -66,50 +42,11 @@ class _PlanProgress:
             say(line)
 
 
-def _print_summary(result: ExploreResult, report: Path | None) -> None:
-    per: dict[str, Counter[str]] = {}
-    for r in result.results:
-        per.setdefault(Path(r.case.scenario).name, Counter())[r.verdict] += 1
-    width = max((len(name) for name in per), default=8)
-    # cases = pass + fail + other + unsupported, per scenario and in total.
-    say(f"{'scenario':{width}}  cases  pass  fail  other  unsupported")
-    for name, counts in [*per.items(), ("total", sum(per.values(), Counter()))]:
-        other = sum(counts.values()) - counts["pass"] - counts["fail"] - counts["unsupported"]
-        say(
-            f"{name:{width}}  {sum(counts.values()):5}  {counts['pass']:4}  "
-            f"{counts['fail']:4}  {other:5}  {counts['unsupported']:11}"
-        )
-    say(fault_line({f: t.to_json() for f, t in result.per_fault.items()}))
-    failing = [r for r in result.results if r.failed]
-    for r in failing[:20]:
-        say(f"  {r.verdict.upper():5} {r.case.id}: {', '.join(r.codes)}")
-        if r.violations:
-            say(f"        {r.violations[0].message}")
-    if len(failing) > 20:
-        say(f"  ... and {len(failing) - 20} more failing case(s); see the report")
-    unsupported: dict[tuple[str, str], int] = {}
-    for r in result.unsupported:
-        key = (r.case.fault, r.detail)
-        unsupported[key] = unsupported.get(key, 0) + 1
-    for (fault, reason), count in unsupported.items():
-        say(f"  UNSUPPORTED {fault} ({count} scenario(s), not run, not passed): {reason}")
-    codes = Counter(code for r in result.results for code in r.codes)
-    verdict = "all guarantees held" if result.passed else "violations found"
-    if result.passed and unsupported:
-        verdict += " (on the faults this backend supports)"
-    tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items()))
-    if result.references:
-        from faultlab import lab
-
-        say(lab.ground_truth_line(result))
-    say(f"{len(result.results)} case(s) in {result.seconds:.1f}s: {tally}: {verdict}")
-    if codes:
-        say("codes: " + ", ".join(f"{c} x{n}" for c, n in codes.most_common()))
-    if report is not None:
-        say(f"report: {report}")
-
-
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab explore scenarios/payment.toml --policy turn-only   # fails: a double charge',
+    "faultlab explore -k 'tool/effect and sigkill' -x     # some cases; stop at a failure",
+    "faultlab explore --lf                                # the newest report's failures again",
+))
 @click.argument("scenarios", nargs=-1, type=click.Path(path_type=Path))
 @opt.policy
 @opt.target
@@ -151,19 +88,55 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
 @opt.spawn
 @opt.backend
 @opt.drive
+@click.option("-x", "--exitfirst", is_flag=True, help="Stop after the first failing case.")
+@click.option("--maxfail", type=click.IntRange(min=1), metavar="N",
+              help="Stop after N failing cases.")  # fmt: skip
+@click.option("-k", "keyword", metavar="EXPR",
+              help="Only the cases whose id matches EXPR: words (substrings of the id, "
+              "any case) with and, or, not and parentheses, e.g. -k 'effect and not power'.",
+              )  # fmt: skip
+@click.option("--lf", "--last-failed", "last_failed", is_flag=True,
+              help="Rerun only the failing cases of the newest report (all if none "
+              "failed).")  # fmt: skip
+@show.verbose
+@show.quiet
+@show.color
 @guarded
 def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
     shard: Shard | None, timeout: float, as_json: bool, report_dir: Path, no_report: bool,
     spawn: str, faults: str, max_double_cases: int, backend: str | None, drive: str,
-    agent: str | None, delays: str | None, repeats: int,
+    agent: str | None, delays: str | None, repeats: int, exitfirst: bool,
+    maxfail: int | None, keyword: str | None, last_failed: bool, verbose: int, quiet: int,
+    color_choice: str,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
     With no SCENARIOS, the bundled scenarios are explored.
     """
     from faultlab import lab
+    from faultlab.lab.campaigns.select import Selection
 
+    verbosity = verbose - quiet
+    paint = show.style(color_choice)
+    rerun_ids: frozenset[str] | None = None
+    if last_failed:
+        from faultlab.lab.report.recent import last_failed as newest_failures
+
+        recorded = newest_failures(report_dir)
+        if recorded is None:
+            say(f"--lf: no report in {report_dir}: running every case")
+        elif not recorded.ids:
+            say(f"--lf: no case failed in {recorded.run}: running every case")
+        else:
+            rerun_ids = frozenset(recorded.ids)
+            say(f"--lf: rerunning {len(recorded.ids)} failing case(s) of {recorded.run}")
+            if not scenarios:
+                scenarios = tuple(Path(p) for p in recorded.scenarios)
+    stop_after = 1 if exitfirst else maxfail
+    select = None
+    if keyword is not None or rerun_ids is not None or stop_after is not None:
+        select = Selection(keyword=keyword, ids=rerun_ids, maxfail=stop_after)
     paths: Sequence[Path] = scenarios or (lab.bundled_scenarios(),)
     for path in paths:
         if not path.exists():
@@ -172,6 +145,8 @@ def explore(
                           spawn=spawn, max_double_cases=None if max_double_cases == 24
                           else max_double_cases)  # fmt: skip
     if agent is not None:
+        if select is not None:
+            raise UserError("-k, --lf, -x and --maxfail do not apply to --agent yet")
         return _explore_agent(paths, agent=agent, jobs=jobs, shard=shard, timeout=timeout,
                               as_json=as_json, report_dir=report_dir, no_report=no_report,
                               faults=faults, delays=delays, repeats=repeats)  # fmt: skip
@@ -179,14 +154,16 @@ def explore(
     lab.check_drive(drive, backend=backend)
     fault_names = lab.parse_faults(faults, drive=drive)
     loaded = lab.load_scenarios(paths)
-    say(
-        f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
-        + (", driven over ACP" if drive == "acp" else "")
-        + (f", shard {shard}" if shard else "")
-    )
+    if verbosity >= 0:
+        say(
+            f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
+            + (", driven over ACP" if drive == "acp" else "")
+            + (f", shard {shard}" if shard else "")
+        )
     if "double-sigkill" in fault_names:
         say("planning double-sigkill cases first: one fault-free recovery per first kill point")
-    with lab.workdir() as work:
+    progress = show.Progress(verbosity=verbosity, paint=paint)
+    with lab.workdir() as work, contextlib.closing(progress):
         result = lab.explore_scenarios(
             loaded,
             policy=policy,
@@ -195,13 +172,14 @@ def explore(
             shard=shard,
             timeout=timeout,
             workdir=work,
-            progress=_Progress(),
+            progress=progress,
             spawn=spawn,
             faults=fault_names,
             backend=backend,
             drive=drive,
             max_double=max_double_cases,
             plan_progress=_PlanProgress(),
+            select=select,
         )
         report = None
         if not no_report:
@@ -210,7 +188,12 @@ def explore(
                 timeout, spawn, backend, drive,
             )  # fmt: skip
             report = lab.write_report(result, info, report_dir)
-    _print_summary(result, report)
+    from faultlab.lab.report import replay_command
+
+    replay = ((lambda r: replay_command(r, report)) if report is not None
+              else show.run_command(policy=policy, target=target, backend=backend,
+                                drive=drive))  # fmt: skip
+    show.print_summary(result, report, replay=replay, verbosity=verbosity, paint=paint)
     if not result.results:
         say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
     elif not any(t.ran for t in result.per_fault.values()):
@@ -268,7 +251,7 @@ def _explore_agent(
     with lab.workdir() as work:
         result = lab.explore_agent(
             loaded, agent=agent, jobs=jobs, shard=shard, timeout=timeout, workdir=work,
-            progress=_Progress(), faults=fault_names, repeats=repeats,
+            progress=show.Progress(), faults=fault_names, repeats=repeats,
             delays_ms=None if delays is None else parse_delays(delays),
         )  # fmt: skip
         return report_agent_result(result, agent=agent, timeout=timeout, as_json=as_json,
@@ -281,13 +264,21 @@ def report_agent_result(
 ) -> int:  # fmt: skip
     """The report, summary and exit code of black-box cases (explore, fuzz)."""
     from faultlab import lab
+    from faultlab.lab.report import replay_command
 
     report = None
     if report_dir is not None:
         info = lab.RunInfo(lab.new_run_id(), tuple(sys.argv), (agent,), None, timeout,
                            "exec", None, "agent")  # fmt: skip
         report = lab.write_report(result, info, report_dir)
-    _print_summary(result, report)
+
+    def replay(r: CaseResult) -> str:
+        if report is not None:
+            return replay_command(r, report)
+        return shlex.join(["faultlab", "run", r.case.scenario, "--agent", agent, "--at",
+                           r.case.occurrence])  # fmt: skip
+
+    show.print_summary(result, report, replay=replay)
     if not result.results:
         say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
     if as_json:
@@ -297,7 +288,10 @@ def report_agent_result(
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab run scenarios/payment.toml --at tool/effect#1 --policy turn-only',
+    'faultlab run scenarios/chat.toml --at flush/written#1 --fault power-loss',
+))
 @click.argument("scenario", type=click.Path(path_type=Path))
 @click.option(
     "--at",
@@ -380,7 +374,10 @@ def run(
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    'faultlab boundaries scenarios/payment.toml     # every kill point',
+    'faultlab boundaries scenarios/chat.toml --json',
+))
 @click.argument("scenario", type=click.Path(path_type=Path))
 @opt.policy
 @opt.target
@@ -430,7 +427,10 @@ def boundaries(
     return EXIT_VIOLATIONS if missing else EXIT_OK
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    "faultlab replay 'payment.toml::tool/effect#1[sigkill]'",
+    "faultlab replay 'payment.toml::tool/effect#1[sigkill]' --report-dir reports/RUN-ID",
+))
 @click.argument("case_id")
 @opt.report_dir
 @opt.json

@@ -16,6 +16,7 @@ __all__ = [
     "backend",
     "check_agent_alone",
     "drive",
+    "epilog",
     "json",
     "no_report",
     "parse_shard",
@@ -89,3 +90,13 @@ def check_agent_alone(agent: str | None, **others: object) -> None:
             from faultlab.cli.output import UserError
 
             raise UserError(f"--agent cannot be combined with --{name.replace('_', '-')}")
+
+
+EXITS = ("Exit status: 0 every guarantee held, 1 violations found, 2 usage or scenario "
+         "error, 3 a bug in faultlab, 130 interrupted.")  # fmt: skip
+
+
+def epilog(*examples: str, exits: str = EXITS) -> str:
+    """The end of a command's --help: a few examples (`command  # why`), kept
+    as written, then the exit codes."""
+    return "\b\nExamples:\n" + "\n".join(f"  {e}" for e in examples) + "\n\n" + exits

@@ -37,8 +37,10 @@ class UserError(Exception):
     """A mistake of the user's: one line, exit 2."""
 
 
-def say(text: str = "") -> None:
-    click.echo(text, err=True)
+def say(text: str = "", *, color: bool | None = None) -> None:
+    """A line on stderr; `color=True` keeps ANSI styles off a terminal too
+    (`--color always`), None lets click strip them there."""
+    click.echo(text, err=True, color=color)
 
 
 def emit_json(value: Any) -> None:
@@ -80,12 +82,17 @@ def _interrupt(_signum: int, _frame: object) -> None:
 
 
 class FaultlabGroup(click.Group):
-    """Usage errors as one line (`faultlab: error: ...`) and exit 2."""
+    """Usage errors as one line (`faultlab: error: ...`) and exit 2; bare
+    `faultlab` prints its help and exits 0."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         try:
             return super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            # Bare `faultlab`: its help is what was asked for, not a mistake.
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            sys.exit(EXIT_OK)
         except click.UsageError as exc:
             where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
             say(f"faultlab: error: {where}{exc.format_message()}")

@@ -15,7 +15,10 @@ from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, 
 __all__ = ["inspect", "report"]
 
 
-@click.command()
+@click.command(epilog=opt.epilog(
+    "faultlab inspect reports/latest/failures/payment.toml_model_chunk_1_sigkill/crashed.jsonl",
+    "faultlab inspect session.db --json                  # a SQLite session",
+))
 @click.argument("log", type=click.Path(path_type=Path))
 @click.option(
     "--scenario",

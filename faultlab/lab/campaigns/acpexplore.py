@@ -26,6 +26,7 @@ from faultlab.lab.campaigns.explore import (
     reference_failed,
     run_exploration,
 )
+from faultlab.lab.campaigns.select import Selection
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE, DOUBLE_FAULT, PlanProgress, parse_pair
 from faultlab.lab.oracle.case import Case, CaseResult
@@ -63,9 +64,10 @@ def explore_acp(
     scenarios: Sequence[tuple[str, Scenario]], options: AcpOptions, *, jobs: int = 1,
     shard: Shard | None = None, faults: Sequence[str] = ("sigkill",),
     progress: Progress | None = None, max_double: int = DEFAULT_MAX_DOUBLE,
-    plan_progress: PlanProgress | None = None,
+    plan_progress: PlanProgress | None = None, select: Selection | None = None,
 ) -> ExploreResult:  # fmt: skip
-    """Every ACP case of `scenarios` (or of shard `shard`); double-sigkill
+    """Every ACP case of `scenarios` (or of shard `shard`, or those `select`
+    keeps); double-sigkill
     cases last, planned by running recoveries (`jobs` at a time)."""
     if jobs < 1:
         raise LabUsageError(f"jobs must be at least 1, not {jobs}")
@@ -85,6 +87,7 @@ def explore_acp(
         scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-acp",
         reference=lambda path, scenario: run_acp_reference(path, scenario, options), plan=plan,
         run=lambda case, reference: _run(case, reference, options), kill=kill_all_acp,
+        select=select,
     )  # fmt: skip
 
 

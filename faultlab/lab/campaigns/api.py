@@ -21,6 +21,7 @@ from faultlab.lab.campaigns.explore import (
     plan_cases,
     run_one,
 )
+from faultlab.lab.campaigns.select import Selection
 from faultlab.lab.campaigns.targets import (
     DRIVES,
     check_acp_backend,
@@ -201,11 +202,12 @@ def explore_scenarios(
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
     spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
     drive: str = "classic", max_double: int = DEFAULT_MAX_DOUBLE,
-    plan_progress: PlanProgress | None = None,
+    plan_progress: PlanProgress | None = None, select: Selection | None = None,
 ) -> ExploreResult:  # fmt: skip
     """`explore_paths` for scenarios already loaded with `load_scenarios`.  `backend`
     overrides every scenario's persistence backend (None: each scenario's own);
-    `plan_progress` is told how double-sigkill planning goes."""
+    `plan_progress` is told how double-sigkill planning goes; `select` keeps
+    some cases and may stop the run early (-k, --lf, -x, --maxfail)."""
     check_drive_name(drive)
     if drive == "acp":
         from faultlab.lab.campaigns.acpexplore import acp_options, explore_acp
@@ -216,7 +218,7 @@ def explore_scenarios(
         )
         return explore_acp(
             scenarios, acp, jobs=jobs, shard=shard, faults=faults, progress=progress,
-            max_double=max_double, plan_progress=plan_progress,
+            max_double=max_double, plan_progress=plan_progress, select=select,
         )  # fmt: skip
     for fault in faults:
         check_fault(fault)
@@ -229,7 +231,8 @@ def explore_scenarios(
     if max_double < 0:
         raise LabUsageError(f"max double cases must be >= 0 (0: all), not {max_double}")
     return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress, faults=faults,
-                   max_double=max_double, plan_progress=plan_progress)  # fmt: skip
+                   max_double=max_double, plan_progress=plan_progress,
+                   select=select)  # fmt: skip
 
 
 def _agent_options(agent: str, *, workdir: Path, timeout: float,

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from faultlab.lab.campaigns.select import Selection
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.corruption import CORRUPT_FAULT, plan_corrupt_cases, run_corrupt_case
 from faultlab.lab.faults.double import (
@@ -86,6 +87,7 @@ class ExploreResult:
     references: tuple[Reference, ...]
     seconds: float
     shard: Shard | None = None
+    stopped: bool = False  # stopped early by a Selection's maxfail (-x, --maxfail)
 
     @property
     def passed(self) -> bool:
@@ -328,8 +330,10 @@ def explore(
     progress: Progress | None = None,
     max_double: int = DEFAULT_MAX_DOUBLE,
     plan_progress: PlanProgress | None = None,
+    select: Selection | None = None,
 ) -> ExploreResult:
-    """Run every case of `scenarios` (or of shard `shard`); `only` keeps one
+    """Run every case of `scenarios` (or of shard `shard`, or those `select`
+    keeps, stopping as it says); `only` keeps one
     occurrence; `max_double` bounds each scenario's double-sigkill cases
     (`plan_progress` is told how their planning goes)."""
     if jobs < 1:
@@ -352,7 +356,7 @@ def explore(
     return run_exploration(
         scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-case",
         reference=lambda path, scenario: run_reference(path, scenario, options), plan=plan,
-        run=run, kill=kill_all,
+        run=run, kill=kill_all, select=select,
     )  # fmt: skip
 
 
@@ -379,10 +383,14 @@ def run_exploration(
     progress: Progress | None, threads: str,
     reference: Callable[[str, Scenario], Reference], plan: Callable[[Reference], list[Case]],
     run: Callable[[Case, Reference], CaseResult], kill: Callable[[], None],
+    select: Selection | None = None,
 ) -> ExploreResult:  # fmt: skip
     """The engine of every exploration (classic and ACP drives): the reference
-    runs, then the planned cases (of shard `shard`) `jobs` at a time, results in
-    case order; interrupted or broken, `kill` leaves no child behind."""
+    runs, then the planned cases (of shard `shard`, and of those the ones
+    `select` keeps) `jobs` at a time, results in case order; interrupted or
+    broken, `kill` leaves no child behind.  Once `select.maxfail` cases have
+    failed, the cases not started are cancelled, those running finish, and
+    the result holds the cases up to the last failure (`stopped`)."""
     started = time.monotonic()
     executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix=threads)
     try:
@@ -391,6 +399,10 @@ def run_exploration(
         cases = [case for ref in references for case in plan(ref)]
         if shard is not None:
             cases = shard.take(cases)
+        if select is not None:
+            cases = [cases[i] for i in select.take([case.id for case in cases])]
+        maxfail = select.maxfail if select is not None else None
+        stopped, failed = False, 0
         submitted = {
             index: executor.submit(run, cases[index], by_path[cases[index].scenario])
             # One job gains nothing from another order, and its progress
@@ -404,10 +416,16 @@ def run_exploration(
             results.append(result)
             if progress is not None:
                 progress(result, done, len(futures))
+            failed += 1 if result.failed else 0
+            if maxfail is not None and failed >= maxfail and done < len(futures):
+                stopped = True
+                executor.shutdown(wait=True, cancel_futures=True)
+                break
     except BaseException:
         # Interrupted (Ctrl-C, SIGTERM) or broken: no child may outlive us.
         executor.shutdown(wait=False, cancel_futures=True)
         kill()
         raise
     executor.shutdown(wait=True)
-    return ExploreResult(tuple(results), tuple(references), time.monotonic() - started, shard)
+    return ExploreResult(tuple(results), tuple(references), time.monotonic() - started, shard,
+                         stopped=stopped)  # fmt: skip

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FULL_POLICIES", "GUARANTEES", "POLICY_GAPS", "Violation", "explain"]
+__all__ = [
+    "FULL_POLICIES", "GUARANTEES", "POLICY_GAPS", "PROMISES", "Violation", "explain", "promise",
+]  # fmt: skip
 
 # code -> (guarantee, what it means for a person who must act on it)
 GUARANTEES: dict[str, tuple[str, str]] = {
@@ -134,6 +136,42 @@ GUARANTEES: dict[str, tuple[str, str]] = {
 }
 
 
+# guarantee (or a code with a section of its own) -> (its name, the promise
+# in one sentence), word for word the italic line under its heading in
+# docs/guarantees.md (a test keeps the two the same).  The console and the
+# reports show these.
+PROMISES: dict[str, tuple[str, str]] = {
+    "G1": ("request envelope",
+           "A request that reached the model has its complete `request/header` durable."),
+    "G2": ("tool intent", "A tool body that started has its `tool/call` durable."),
+    "G3": ("classification",
+           "Each unanswered call is `TOOL_NOT_STARTED` exactly when no `tool/call` is durable, "
+           "`TOOL_OUTCOME_UNKNOWN` exactly when it is."),
+    "G4": ("settled work", "Everything before a completed checkpoint survives."),
+    "G5": ("log integrity", "The recovered log is a prefix of what was appended, seqs contiguous."),
+    "G6": ("safe retry",
+           "Guidance matches tool annotations; after resume, no non-idempotent effect is "
+           "applied twice."),
+    "G7": ("valid history",
+           "Every tool call is answered exactly once, immediately after its assistant message, "
+           "results before any text."),
+    "G8": ("repair idempotence", "Repairing a repaired log changes nothing."),
+    "G9": ("fail-closed",
+           "After a failed checkpoint, nothing is dispatched until a checkpoint succeeds."),
+    "G10": ("graceful close",
+            "A graceful stop persists its closing events and leaves nothing to repair."),
+    # Codes whose section in docs/guarantees.md states a promise of its own.
+    "DISPATCH_AFTER_CANCEL": ("cancellation",
+                              "A tool body does not start once cancellation has landed while "
+                              "its checkpoint was pending."),
+    "SEQ_FORK": ("one writer",
+                 "A second writer on a live session is refused, and the log never forks."),
+    "CORRUPTION_IGNORED": ("committed corruption",
+                           "A corrupt line in the committed region is reported, never silently "
+                           "dropped."),
+}  # fmt: skip
+
+
 # What each checkpoint policy of the reference runtime does not promise
 # (docs/guarantees.md, "What each policy promises"): `turn-only` flushes only
 # at turn/end, so a crash inside a turn may lose the request header and the
@@ -157,6 +195,17 @@ FULL_POLICIES = tuple(policy for policy, gaps in POLICY_GAPS.items() if not gaps
 
 def explain(code: str) -> str:
     return GUARANTEES.get(code, ("?", code))[1]
+
+
+def promise(code: str) -> str:
+    """The guarantee `code` breaks, named, with its promise: "G6 safe retry:
+    Guidance matches ..."; for a code outside G1-G10, what the code means."""
+    guarantee, meaning = GUARANTEES.get(code, ("?", code))
+    key = code if code in PROMISES else guarantee
+    if key not in PROMISES:
+        return f"{guarantee}: {meaning}"
+    name, sentence = PROMISES[key]
+    return f"{guarantee} {name}: {sentence}"
 
 
 @dataclass(frozen=True, slots=True)

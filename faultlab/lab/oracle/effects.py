@@ -37,15 +37,22 @@ def duplicated_effects(
     once_only = {s.name for s in scenario.tools if s.effect == "ledger" and not s.idempotent}
     records = [r for r in final_ledger if r.get("tool") in once_only]
     found = []
+    # The evidence says what was applied and how often against the fault-free
+    # run, so that a person reads the harm without opening the ledger.
+    in_final = Counter(_effect_key(r) for r in records)
+    in_reference = Counter(_effect_key(r) for r in reference_ledger)
     per_call = Counter(str(r.get("callId")) for r in records)
     for call_id, count in sorted(per_call.items()):
         if count > 1:
-            tool = next(str(r.get("tool")) for r in records if str(r.get("callId")) == call_id)
+            record = next(r for r in records if str(r.get("callId")) == call_id)
+            tool = str(record.get("tool"))
             found.append(Violation(
                 "SIDE_EFFECT_DUPLICATED",
                 f"call {call_id} ({tool}) was applied {count} times: one call applies its "
                 "effect at most once",
-                {"tool": tool, "callId": call_id, "count": count},
+                {"tool": tool, "callId": call_id, "count": count,
+                 "arguments": record.get("arguments"),
+                 "referenceCount": in_reference[_effect_key(record)]},
             ))  # fmt: skip
     events = crashed.events
     logged = {str(e.data.get("callId")) for e in events if e.type == "tool/call"}
@@ -74,6 +81,8 @@ def duplicated_effects(
             "SIDE_EFFECT_DUPLICATED",
             f"{tool}{arguments.decode()} was applied again by {call_id} after the crash, "
             f"although {first} had applied it and its outcome was unknown",
-            {"tool": tool, "callId": call_id, "unknownCallId": first},
+            {"tool": tool, "callId": call_id, "unknownCallId": first,
+             "arguments": record.get("arguments"), "count": in_final[key],
+             "referenceCount": in_reference[key]},
         ))  # fmt: skip
     return found

@@ -21,6 +21,7 @@ from faultlab.lab.campaigns.fuzz import Finding, FuzzResult
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import slug
+from faultlab.lab.report.html import write_html
 from faultlab.lab.report.write import (
     RunInfo,
     building_report,
@@ -211,7 +212,7 @@ def _finding_files(finding: Finding, info: RunInfo, building: Path, final: Path)
 
 def write_fuzz_report(result: FuzzResult, info: RunInfo, report_dir: Path) -> Path:
     """Write the campaign's report; return its directory."""
-    with building_report(report_dir, info) as (building, final):
+    with building_report(report_dir, info, latest="latest-fuzz") as (building, final):
         rows = _rows(result, final)
         s = result.settings
         findings = []
@@ -249,4 +250,5 @@ def write_fuzz_report(result: FuzzResult, info: RunInfo, report_dir: Path) -> Pa
         (building / "report.md").write_text(markdown, encoding="utf-8")
         for finding in result.findings:
             _finding_files(finding, info, building, final)
+        write_html(building, final=final)
     return final

@@ -18,6 +18,7 @@ from faultlab.lab.campaigns.explore import ExploreResult, Shard, parse_shard
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.report.html import REFERENCES, write_html
 from faultlab.lab.report.write import (
     RunInfo,
     building_report,
@@ -175,12 +176,16 @@ def merge_reports(
             failures = report.path / "failures"
             if failures.is_dir():
                 shutil.copytree(failures, building / "failures", dirs_exist_ok=True)
+            if (report.path / REFERENCES).is_dir():
+                shutil.copytree(report.path / REFERENCES, building / REFERENCES,
+                                dirs_exist_ok=True)  # fmt: skip
         summary = _summary(reports, pairs, explored, info, seconds)
         (building / "summary.json").write_bytes(dumps_json(summary))
         (building / "junit.xml").write_bytes(junit_xml(explored))
         (building / "report.md").write_text(
             markdown_report(explored, info, final) + _sources(reports), encoding="utf-8"
         )
+        write_html(building, final=final)
     return MergeResult(final, summary)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 
 from faultlab.lab.campaigns.selftest import SelftestResult
+from faultlab.lab.report.html import selftest_html
 from faultlab.lab.report.write import new_run_id
 
 __all__ = ["format_table", "write_selftest_report"]
@@ -51,7 +52,7 @@ def format_table(result: SelftestResult) -> list[str]:
 
 
 def write_selftest_report(result: SelftestResult, report_dir: Path) -> Path:
-    """Write `selftest.json` and `selftest.txt` into `report_dir/selftest-<run id>/`
+    """Write `selftest.json`, `selftest.txt` and `report.html` into `report_dir/selftest-<run id>/`
     (built aside, then renamed), and point `report_dir/selftest-latest` at it."""
     report_dir.mkdir(parents=True, exist_ok=True)
     run_id = f"selftest-{new_run_id()}"
@@ -62,6 +63,7 @@ def write_selftest_report(result: SelftestResult, report_dir: Path) -> Path:
     option = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
     (building / "selftest.json").write_bytes(orjson.dumps(result.to_json(), option=option))
     (building / "selftest.txt").write_text("\n".join(format_table(result)) + "\n", "utf-8")
+    (building / "report.html").write_text(selftest_html(result.to_json()), "utf-8")
     os.replace(building, final)
     link = report_dir / "selftest-latest"
     temp = report_dir / f".selftest-latest.{os.getpid()}"

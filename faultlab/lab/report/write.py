@@ -25,6 +25,9 @@ from faultlab.lab.campaigns.explore import ExploreResult, FaultTally
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import slug
+from faultlab.lab.process.target import LEDGER_NAME
+from faultlab.lab.report.console import where_to_look
+from faultlab.lab.report.html import REFERENCES, write_html
 
 __all__ = [
     "RunInfo",
@@ -35,6 +38,7 @@ __all__ = [
     "ground_truth_line",
     "ground_truths",
     "junit_xml",
+    "look_at",
     "markdown_report",
     "new_run_id",
     "recorded_ids",
@@ -149,9 +153,18 @@ def markdown_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> s
             lines.append(f"### `{r.case.id}` ({r.verdict})")
             lines += [f"- `{v.code}`: {v.message}" for v in r.violations]
             lines.append(f"- replay: `{replay_command(r, report_dir)}`")
-            lines.append(f"- artifacts: `failures/{slug(r.case.id)}/`")
+            lines.append(f"- artifacts: `failures/{slug(r.case.id)}/`; the problem shows in "
+                         + ", ".join(f"`{name}`" for name in look_at(r)))  # fmt: skip
             lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def look_at(result: CaseResult) -> list[str]:
+    """The artifacts of a failing case that show its problems, most telling
+    first (the crashed log for a loss; the world ledger and the final log
+    for a duplicated effect)."""
+    names = [name for code in result.codes for name in where_to_look(code)] or ["violations.json"]
+    return list(dict.fromkeys(names))
 
 
 def fault_table(per_fault: Mapping[str, FaultTally]) -> list[str]:
@@ -270,6 +283,11 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
         for item in source.iterdir():
             if item.is_file():
                 shutil.copy2(item, into / item.name)
+        # The world ledger (what the tools really applied) beside the logs: it
+        # is where a duplicated effect shows.
+        ledger = source / "session" / LEDGER_NAME
+        if ledger.is_file():
+            shutil.copy2(ledger, into / LEDGER_NAME)
     (into / "replay.sh").write_text(replay_command(result, report_dir) + "\n", encoding="utf-8")
     (into / "violations.json").write_bytes(dumps_json([v.to_json() for v in result.violations]))
     try:
@@ -292,11 +310,13 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
 
 
 @contextlib.contextmanager
-def building_report(report_dir: Path, info: RunInfo) -> Iterator[tuple[Path, Path]]:
+def building_report(
+    report_dir: Path, info: RunInfo, *, latest: str = "latest"
+) -> Iterator[tuple[Path, Path]]:
     """Build a run's report in a hidden directory next to where it goes:
     yields (building, final).  Afterwards `run.json` is written, the directory
-    takes its final name at once and `latest` points at it, so a reader never
-    sees half a report."""
+    takes its final name at once and `latest` (explorations; `latest-fuzz`
+    for fuzz campaigns) points at it, so a reader never sees half a report."""
     report_dir.mkdir(parents=True, exist_ok=True)
     final = report_dir.resolve() / info.run_id
     building = report_dir / f".{info.run_id}.tmp"
@@ -305,7 +325,7 @@ def building_report(report_dir: Path, info: RunInfo) -> Iterator[tuple[Path, Pat
     yield building, final
     (building / "run.json").write_bytes(dumps_json(info.to_json()))
     os.replace(building, final)
-    _point_latest(report_dir, info.run_id)
+    _point_latest(report_dir, info.run_id, latest)
 
 
 def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path:
@@ -330,18 +350,35 @@ def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path
             for r in result.results:
                 line = {**r.to_json(), "replay": replay_command(r, final), "run": info.run_id}
                 line["artifacts"] = {"dir": f"failures/{slug(r.case.id)}"} if r.failed else {}
+                if r.failed:
+                    line["lookAt"] = look_at(r)
                 cases.write(orjson.dumps(line) + b"\n")
         (building / "junit.xml").write_bytes(junit_xml(result))
         (building / "report.md").write_text(markdown_report(result, info, final), encoding="utf-8")
         for r in result.results:
             if r.failed:
                 _failure_artifacts(r, building / "failures" / slug(r.case.id), info, final)
+        _reference_ledgers(result, building)
+        write_html(building, final=final)
     return final
 
 
-def _point_latest(report_dir: Path, run_id: str) -> None:
-    link = report_dir / "latest"
-    temp = report_dir / f".latest.{os.getpid()}"
+def _reference_ledgers(result: ExploreResult, building: Path) -> None:
+    """The fault-free run's world ledger per scenario, which report.html
+    counts each failure's effects against."""
+    if not result.references:
+        return
+    where = building / REFERENCES
+    where.mkdir()
+    for reference in result.references:
+        name = Path(reference.scenario_path).name
+        lines = b"".join(orjson.dumps(r) + b"\n" for r in reference.ledger)
+        (where / f"{name}.ledger.jsonl").write_bytes(lines)
+
+
+def _point_latest(report_dir: Path, run_id: str, name: str = "latest") -> None:
+    link = report_dir / name
+    temp = report_dir / f".{name}.{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):
         temp.unlink()
     os.symlink(run_id, temp)

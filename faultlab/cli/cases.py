@@ -17,6 +17,7 @@ import orjson
 
 from faultlab.cli import options as opt
 from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
+from faultlab.userfiles import check_exists
 
 if TYPE_CHECKING:
     from faultlab.lab import CaseResult, ExploreResult, Shard
@@ -116,7 +117,7 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
 @click.option(
     "--jobs",
     "-j",
-    type=click.IntRange(min=1),
+    type=opt.whole(1, opt.MAX_JOBS),
     default=1,
     show_default=True,
     help="Cases run in parallel.",
@@ -130,7 +131,7 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
     "double-sigkill (crashes during recovery) is not in all: name it, e.g. all,double-sigkill.",
 )  # fmt: skip
 @click.option(
-    "--max-double-cases", type=click.IntRange(min=0), default=24, show_default=True,
+    "--max-double-cases", type=opt.whole(0, 100_000), default=24, show_default=True,
     metavar="N", help="With double-sigkill: at most N first kill points and N cases per "
     "scenario, sampled with a fixed seed; 0 runs the exhaustive set.",
 )  # fmt: skip
@@ -145,7 +146,7 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
     "(default 0,50,200,1000).",
 )  # fmt: skip
 @click.option(
-    "--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+    "--repeats", type=opt.whole(1, 1000), default=1, show_default=True,
     help="With --agent: run each case this many times (agents persist asynchronously).",
 )  # fmt: skip
 @opt.spawn
@@ -165,9 +166,8 @@ def explore(
     from faultlab import lab
 
     paths: Sequence[Path] = scenarios or (lab.bundled_scenarios(),)
-    for path in paths:
-        if not path.exists():
-            raise UserError(f"{path}: no such scenario file or directory")
+    for path in paths:  # a missing path, a symlink loop, a FIFO: one line, exit 2
+        check_exists(path, what="scenario file or directory", directory_ok=True)
     opt.check_agent_alone(agent, policy=policy, target=target, backend=backend, drive=drive,
                           spawn=spawn, max_double_cases=None if max_double_cases == 24
                           else max_double_cases)  # fmt: skip

@@ -98,7 +98,7 @@ def _print_summary(result: ExploreResult, report: Path | None) -> None:
     verdict = "all guarantees held" if result.passed else "violations found"
     if result.passed and unsupported:
         verdict += " (on the faults this backend supports)"
-    tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items()))
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items())) or "no cases"
     if result.references:
         from faultlab import lab
 

@@ -74,7 +74,7 @@ def parse_shard(text: str) -> Shard:
     index, sep, count = text.partition("/")
     digits = [part for part in (index, count) if part.isascii() and part.isdigit()]
     if not sep or len(digits) != 2 or len(index) > 6 or len(count) > 6:
-        raise LabUsageError(f"shard {text!r} must look like K/N, e.g. 1/4")
+        raise LabUsageError(f"shard {text[:40]!r} must look like K/N (6 digits at most), e.g. 1/4")
     shard = Shard(int(index), int(count))
     if shard.count < 1 or not 1 <= shard.index <= shard.count:
         raise LabUsageError(f"shard {text!r}: K must be between 1 and N")

@@ -92,7 +92,7 @@ def parse(text: str, *, path: str) -> Scenario:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _syntax_error(path, text, str(exc)) from None
-    except RecursionError:  # the scan above makes this unreachable; kept as a net
+    except RecursionError:  # the scan above bounds the recursion; kept as a net
         raise ScenarioError(path, "", _TOO_DEEP) from None
     ctx = Context(path, text)
     deep, depth = deepest(data)

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 SEEDS = [BASE, TOOL_BASE.format(arguments="{ a = [1, { b = 'x' }] }"),
          (REPO / "scenarios" / "deploy-careful.toml").read_text(),
          (REPO / "scenarios" / "nested-parallel.toml").read_text()]  # fmt: skip
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOML_BITS = st.sampled_from([*"[]{}=\"'#.,\n \t\\", "[[", "]]", '"""', "'''", "\ufeff",
                              "1e999", "nan", "-0", "1979-05-27", "true", "repeat = 100000"])
 
@@ -136,7 +136,7 @@ def damaged(draw: st.DrawFn, data: bytes) -> bytes:
     return bytes(out)
 
 
-@settings(FAST, max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(FAST, max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                        HealthCheck.too_slow])  # fmt: skip
 @given(data=st.data())
 def test_damaged_sqlite_logs_into_inspect(sqlite_bytes: bytes, data: st.DataObject) -> None:

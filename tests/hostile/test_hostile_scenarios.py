@@ -42,6 +42,9 @@ case("dev-null", "/dev/null", "/dev/null: is a character device")(lambda tmp: No
 case("nested-330", "s.toml", "s.toml:2:", "nested more than 32 levels")(
     write("s.toml", 'name = "d"\nx = ' + "[" * 330 + "]" * 330 + "\n")
 )
+case("nested-1000", "s.toml", "s.toml:10:", "nested more than 32 levels")(
+    write("s.toml", TOOL_BASE.format(arguments="[" * 1000 + "]" * 1000))
+)
 case("nested-280-arguments", "s.toml", "s.toml:", "nested more than 32 levels")(
     write("s.toml", TOOL_BASE.format(arguments=deep_arguments(280)))
 )

@@ -113,8 +113,11 @@ def parse_occurrence(text: str) -> tuple[str, int]:
         raise ProbeError(f"unknown boundary {name!r} (known: {', '.join(BOUNDARIES)})")
     if not sep:
         return name, 1
-    if not count.isdigit() or int(count) < 1:
-        raise ProbeError(f"occurrence number in {text!r} must be a whole number >= 1")
+    # ASCII digits only: str.isdigit() also accepts '²', which int() refuses.
+    if not (count.isascii() and count.isdigit()) or len(count) > 9 or int(count) < 1:
+        raise ProbeError(
+            f"occurrence number in {text[:60]!r} must be a whole number >= 1 (at most 9 digits)"
+        )
     return name, int(count)
 
 

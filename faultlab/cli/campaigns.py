@@ -70,7 +70,7 @@ def bench(quick: bool, as_json: bool, out: Path) -> int:
     "--zoo", type=click.Path(dir_okay=False, path_type=Path),
     help="The zoo registry (default: tests/variants/zoo.toml of this checkout).",
 )  # fmt: skip
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--jobs", "-j", type=opt.whole(1, opt.MAX_JOBS), default=2, show_default=True,
               help="Cases (or, with --quick, variants) run in parallel.")  # fmt: skip
 @opt.timeout
 @opt.json
@@ -141,27 +141,27 @@ class _FuzzProgress:
     'faultlab fuzz --policy turn-only -n 50 --seed 1   # finds and shrinks a failure',
     "faultlab fuzz --faults all --shard 1/3            # one machine's third",
 ))
-@click.option("--examples", "-n", type=click.IntRange(min=1), default=100, show_default=True,
+@click.option("--examples", "-n", type=opt.whole(1, 1_000_000), default=100, show_default=True,
               help="Examples (scenario x kill point x fault) to generate.")  # fmt: skip
-@click.option("--seed", type=click.IntRange(min=0), default=None,
+@click.option("--seed", type=opt.whole(0, 2**63 - 1), default=None,
               help="Campaign seed (default: a random one, printed).")  # fmt: skip
 @opt.policy
 @opt.target
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--jobs", "-j", type=opt.whole(1, opt.MAX_JOBS), default=1, show_default=True,
               help="Streams of examples run in parallel.")  # fmt: skip
 @click.option("--faults", default="sigkill", show_default=True, metavar="LIST|all",
               help="Comma-separated faults to inject, or all.")  # fmt: skip
 @click.option("--check-determinism", is_flag=True,
               help="Run every example twice and compare (else only a failing one).")  # fmt: skip
 @opt.shard
-@click.option("--stream-size", type=click.IntRange(min=1), default=50, show_default=True,
+@click.option("--stream-size", type=opt.whole(1, 100_000), default=50, show_default=True,
               help="Examples per stream (the unit of --jobs and --shard).")  # fmt: skip
 @opt.timeout
 @opt.json
 @opt.report_dir
 @opt.spawn
 @opt.agent
-@click.option("--max-delay", type=click.IntRange(min=0, max=60_000), default=1000,
+@click.option("--max-delay", type=opt.whole(0, 60_000), default=1000,
               show_default=True, metavar="MS",
               help="With --agent: kill up to this many ms after the drawn boundary.")  # fmt: skip
 @click.argument("scenarios", nargs=-1, type=click.Path(path_type=Path))

@@ -20,6 +20,7 @@ import orjson
 from faultlab.cli import options as opt
 from faultlab.cli import show
 from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
+from faultlab.userfiles import check_exists
 
 if TYPE_CHECKING:
     from faultlab.lab import CaseResult, ExploreResult, Shard
@@ -53,7 +54,7 @@ class _PlanProgress:
 @click.option(
     "--jobs",
     "-j",
-    type=click.IntRange(min=1),
+    type=opt.whole(1, opt.MAX_JOBS),
     default=1,
     show_default=True,
     help="Cases run in parallel.",
@@ -67,7 +68,7 @@ class _PlanProgress:
     "double-sigkill (crashes during recovery) is not in all: name it, e.g. all,double-sigkill.",
 )  # fmt: skip
 @click.option(
-    "--max-double-cases", type=click.IntRange(min=0), default=24, show_default=True,
+    "--max-double-cases", type=opt.whole(0, 100_000), default=24, show_default=True,
     metavar="N", help="With double-sigkill: at most N first kill points and N cases per "
     "scenario, sampled with a fixed seed; 0 runs the exhaustive set.",
 )  # fmt: skip
@@ -82,14 +83,14 @@ class _PlanProgress:
     "(default 0,50,200,1000).",
 )  # fmt: skip
 @click.option(
-    "--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+    "--repeats", type=opt.whole(1, 1000), default=1, show_default=True,
     help="With --agent: run each case this many times (agents persist asynchronously).",
 )  # fmt: skip
 @opt.spawn
 @opt.backend
 @opt.drive
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop after the first failing case.")
-@click.option("--maxfail", type=click.IntRange(min=1), metavar="N",
+@click.option("--maxfail", type=opt.whole(1, 1_000_000), metavar="N",
               help="Stop after N failing cases.")  # fmt: skip
 @click.option("-k", "keyword", metavar="EXPR",
               help="Only the cases whose id matches EXPR: words (substrings of the id, "
@@ -138,9 +139,8 @@ def explore(
     if keyword is not None or rerun_ids is not None or stop_after is not None:
         select = Selection(keyword=keyword, ids=rerun_ids, maxfail=stop_after)
     paths: Sequence[Path] = scenarios or (lab.bundled_scenarios(),)
-    for path in paths:
-        if not path.exists():
-            raise UserError(f"{path}: no such scenario file or directory")
+    for path in paths:  # a missing path, a symlink loop, a FIFO: one line, exit 2
+        check_exists(path, what="scenario file or directory", directory_ok=True)
     opt.check_agent_alone(agent, policy=policy, target=target, backend=backend, drive=drive,
                           spawn=spawn, max_double_cases=None if max_double_cases == 24
                           else max_double_cases)  # fmt: skip

@@ -1,8 +1,14 @@
 # The options several commands share, defined once so that their names,
 # defaults and help read the same everywhere (`docs/cli.md`), and the value
 # callbacks they need.  The commands use them as `@opt.policy`, `@opt.json`.
+# It is also the one place that checks the numbers of every option
+# (`Number`, `seconds`, `whole`): finite, within documented bounds (docs/cli.md,
+# "Limits"), or a one-line usage error (exit 2) -- never a nan, an inf or a
+# 1e308 that overflows deep inside the lab.
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +18,9 @@ if TYPE_CHECKING:
     from faultlab.lab import Shard
 
 __all__ = [
+    "MAX_JOBS",
+    "MAX_TIMEOUT",
+    "Number",
     "agent",
     "backend",
     "check_agent_alone",
@@ -26,7 +35,54 @@ __all__ = [
     "spawn",
     "target",
     "timeout",
+    "whole",
 ]
+
+MAX_TIMEOUT = 86_400.0  # seconds: a day; no child needs more to reach a kill point
+MAX_JOBS = 256
+_WHOLE = re.compile(r"[+-]?[0-9]{1,19}")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+class Number(click.ParamType["float | int", object]):
+    """A number of an option: whole or not, within [low, high], written in
+    ASCII digits (no nan, inf, hex, underscores or other scripts' digits)."""
+
+    def __init__(self, low: float, high: float, *, whole: bool, unit: str = "") -> None:
+        self.low, self.high, self.whole, self.unit = low, high, whole, unit
+        self.name = "integer" if whole else "float"
+
+    def convert(self, value: object, param: click.Parameter | None,
+                ctx: click.Context | None) -> float | int:  # fmt: skip
+        text = str(value).strip()
+        shown = text if len(text) <= 30 else text[:27] + "..."
+        kind = "a whole number" if self.whole else "a number"
+        if self.whole and isinstance(value, int) and not isinstance(value, bool):
+            number: float | int = value
+        elif not self.whole and isinstance(value, int | float) and not isinstance(value, bool):
+            number = float(value)
+        elif re.fullmatch(_WHOLE if self.whole else _DECIMAL, text):
+            number = int(text) if self.whole else float(text)
+        elif not self.whole and text.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            self.fail(f"{shown!r} is not a finite number{self._bounds()}", param, ctx)
+        else:
+            self.fail(f"{shown!r} is not {kind}{self._bounds()}", param, ctx)
+        if not math.isfinite(number) or not self.low <= number <= self.high:
+            self.fail(f"{shown} is out of range{self._bounds()}", param, ctx)
+        return number
+
+    def _bounds(self) -> str:
+        low, high = (f"{int(b)}" if self.whole or b == int(b) else f"{b}"
+                     for b in (self.low, self.high))  # fmt: skip
+        return f" (from {low} to {high}{self.unit})"
+
+
+def seconds(low: float, high: float = MAX_TIMEOUT) -> Number:
+    return Number(low, high, whole=False, unit=" seconds")
+
+
+def whole(low: int, high: int) -> Number:
+    return Number(low, high, whole=True)
 
 
 def parse_shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Shard | None:
@@ -50,7 +106,7 @@ target = click.option(
     help="Crash-test this command instead of the reference runtime (see docs/probe-protocol.md).",
 )  # fmt: skip
 timeout = click.option(
-    "--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+    "--timeout", type=seconds(0.1), default=60.0, show_default=True,
     help="Seconds a child may take to reach its kill point or to exit.",
 )  # fmt: skip
 json = click.option("--json", "as_json", is_flag=True, help="Machine output on stdout.")

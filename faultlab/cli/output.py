@@ -56,11 +56,12 @@ def guarded(command: F) -> F:
         from faultlab import lab
         from faultlab.probe import ProbeError
         from faultlab.scenario import ScenarioError
+        from faultlab.userfiles import UserFileError
 
         previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             code = command(*args, **kwargs)
-        except (UserError, ScenarioError, ProbeError, lab.LabUsageError) as exc:
+        except (UserError, ScenarioError, ProbeError, lab.LabUsageError, UserFileError) as exc:
             say(f"faultlab: error: {exc}")
             code = EXIT_USAGE
         except KeyboardInterrupt:

@@ -11,6 +11,7 @@ import click
 
 from faultlab.cli import options as opt
 from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
+from faultlab.userfiles import check_exists
 
 __all__ = ["inspect", "report"]
 
@@ -40,18 +41,15 @@ def inspect(log: Path, scenario: Path | None, as_json: bool, reader: str | None)
     if reader is not None:
         from faultlab.lab.report.agentinspect import inspect_agent_log
 
-        if not log.is_file():
-            raise UserError(f"{log}: no such session log file")
+        check_exists(log, what="session log file")
         found = inspect_agent_log(log, reader)
         for line in found.lines:
             say(line)
         if as_json:
             emit_json(found.to_json())
         return EXIT_OK if found.healthy else EXIT_VIOLATIONS
-    if log.is_dir():
+    if check_exists(log, what="session log", directory_ok=True):  # a loop, a FIFO: exit 2
         log = lab.find_log(log)
-    if not log.exists():
-        raise UserError(f"{log}: no such session log")
     report = lab.inspect_log(log, scenario)
     for line in report.lines:
         say(line)

@@ -142,7 +142,7 @@ def print_summary(
         "violations found", "fail")  # fmt: skip
     if result.passed and unsupported:
         verdict += " (on the faults this backend supports)"
-    tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items()))
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(result.counts.items())) or "no cases"
     if result.references and verbosity >= 0:
         from faultlab import lab
 

@@ -1,5 +1,6 @@
 # Scenario files -> validated, frozen `Scenario` objects and back: the values in
-# `model`, the reader in `parse` (over `tables`, `locate`, `chunking`), the writer in `write`.
+# `model`, the reader in `parse` (over `tables`, `locate`, `chunking`, and the
+# size limits in `limits`), the writer in `write`.
 from __future__ import annotations
 
 from faultlab.scenario.model import (

@@ -19,6 +19,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from faultlab.scenario.chunking import chunk_text
+from faultlab.scenario.limits import (
+    MAX_DEPTH,
+    MAX_TEXT_CHARS,
+    MAX_TOTAL_TEXT_CHARS,
+    deepest,
+    too_deep_line,
+)
 from faultlab.scenario.locate import FieldPath
 from faultlab.scenario.model import (
     FORMAT_VERSION,
@@ -36,6 +43,7 @@ from faultlab.scenario.model import (
     Turn,
 )
 from faultlab.scenario.tables import Context, Table, join_names, type_name
+from faultlab.userfiles import MAX_SCENARIO_BYTES, UserFileError, read_bytes
 
 __all__ = ["SCENARIO_NAME", "load_scenario", "parse", "parse_scenario"]
 
@@ -69,15 +77,28 @@ _TOML_ERROR = re.compile(
     r"^(?P<msg>.*) \(at (?:line (?P<line>\d+), column (?P<col>\d+)|end of document)\)$"
 )
 _NO_TOOL_WAIT = "the model would be asked for a step that does not exist"
+_BOM = "\ufeff"
+_TOO_DEEP = f"arrays and tables are nested more than {MAX_DEPTH} levels deep (the limit)"
 
 
 def parse(text: str, *, path: str) -> Scenario:
     """Parse and validate scenario TOML `text` read from `path`."""
+    text = text.removeprefix(_BOM)  # editors on Windows write one; TOML allows none
+    if not text.strip():
+        raise ScenarioError(path, "", "the file is empty (a scenario needs a name and a turn)")
+    if (line := too_deep_line(text)) is not None:
+        raise ScenarioError(path, "", _TOO_DEEP, line)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _syntax_error(path, text, str(exc)) from None
-    return _scenario(Context(path, text), data)
+    except RecursionError:  # the scan above bounds the recursion; kept as a net
+        raise ScenarioError(path, "", _TOO_DEEP) from None
+    ctx = Context(path, text)
+    deep, depth = deepest(data)
+    if depth > MAX_DEPTH:
+        raise ctx.error(deep[: MAX_DEPTH + 1], _TOO_DEEP)
+    return _scenario(ctx, data)
 
 
 def _syntax_error(path: str, text: str, message: str) -> ScenarioError:
@@ -251,7 +272,18 @@ def _content(
     t: Table, names: Sequence[str], what: str
 ) -> tuple[tuple[str, ...], tuple[ToolCallSpec, ...]]:
     """The streamed chunks and tool calls of a step or branch."""
-    text = t.string("text", "") * t.integer("repeat", 1)
+    text, repeat = t.string("text", ""), t.integer("repeat", 1)
+    size = len(text) * repeat
+    if size > MAX_TEXT_CHARS:
+        problem = (f"text x repeat is {len(text)} x {repeat} = {size} characters, more than "
+                   f"the {MAX_TEXT_CHARS} a step or branch may stream (the limit)")
+        raise t.ctx.error(t.at("repeat" if repeat > 1 else "text"), problem)  # fmt: skip
+    t.ctx.streamed += size
+    if t.ctx.streamed > MAX_TOTAL_TEXT_CHARS:
+        problem = (f"the scenario's steps and branches stream more than {MAX_TOTAL_TEXT_CHARS} "
+                   "characters in all (the limit)")
+        raise t.ctx.error(t.at("text"), problem)  # fmt: skip
+    text *= repeat
     chunks, chunk_size = t.optional_integer("chunks"), t.optional_integer("chunk_size")
     if chunks is not None and chunk_size is not None:
         raise t.ctx.error(t.at("chunk_size"), "chunk_size and chunks cannot both be given")
@@ -347,15 +379,16 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read a scenario file; raise `ScenarioError` when it is missing or malformed."""
     shown = str(path)
     try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise ScenarioError(shown, "", "no such file") from None
-    except IsADirectoryError:
-        raise ScenarioError(shown, "", "is a directory, not a scenario file") from None
-    except OSError as exc:
-        raise ScenarioError(shown, "", f"cannot read: {exc.strerror}") from None
+        raw = read_bytes(path, what="scenario file", limit=MAX_SCENARIO_BYTES)
+    except UserFileError as exc:
+        raise ScenarioError(exc.path, "", exc.problem) from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ScenarioError(shown, "", "is UTF-16 (it starts with a UTF-16 byte-order mark); "
+                            "scenario files are UTF-8")  # fmt: skip
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ScenarioError(shown, "", f"not UTF-8 (byte offset {exc.start})") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        problem = f"not UTF-8 (byte offset {exc.start})"
+        raise ScenarioError(shown, "", problem, line) from None
     return parse_scenario(text, path=shown)

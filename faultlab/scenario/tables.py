@@ -85,6 +85,7 @@ class Context:
         self.path = path
         self._text = text
         self._locator: Locator | None = None
+        self.streamed = 0  # characters of streamed text so far (limits.MAX_TOTAL_TEXT_CHARS)
 
     def error(
         self, at: FieldPath, problem: str, *, line_at: FieldPath | None = None

@@ -14,7 +14,7 @@ from faultlab.cli import main
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (("fuzz", "--examples", "0"), "0 is not in the range x>=1"),
+        (("fuzz", "--examples", "0"), "0 is out of range (from 1 to 1000000)"),
         (("fuzz", "--seed", "-1"), "--seed"),
         (("fuzz", "--faults", "sigkill,meteor"), "unknown fault 'meteor'"),
         (("fuzz", "--shard", "0/2"), "K must be between 1 and N"),

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import orjson
 
 from faultlab.lab.errors import LabUsageError
+from faultlab.userfiles import MAX_SCENARIO_BYTES, UserFileError, read_bytes
 
 __all__ = [
     "API_KINDS",
@@ -291,10 +292,12 @@ def _session(c: _Checker, table: Any) -> SessionSpec:
 
 def load_adapter(path: str | Path) -> Adapter:
     where = Path(path)
-    try:
-        text = where.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise LabUsageError(f"{where}: cannot read the agent adapter: {exc.strerror}") from None
+    try:  # faultlab.userfiles: a FIFO, a device, a loop or a huge file is refused by name
+        text = read_bytes(where, what="agent adapter", limit=MAX_SCENARIO_BYTES).decode("utf-8")
+    except UserFileError as exc:
+        raise LabUsageError(f"{where}: cannot read the agent adapter: {exc.problem}") from None
+    except UnicodeDecodeError as exc:
+        raise LabUsageError(f"{where}: not UTF-8 (byte offset {exc.start})") from None
     return parse_adapter(text, source=str(where))
 
 

@@ -4,6 +4,7 @@
 # faultlab/lab/acp/drive.py.
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def run_single_acp(
 ) -> CaseResult:
     """One ACP case: the fault-free ACP run, then `occurrence` with `fault`."""
     parse_acp_faults([fault])
-    path = str(Path(scenario).resolve())
+    path = os.path.realpath(scenario)
     reference = run_acp_reference(path, load_scenario(scenario), options)
     if occurrence == COVERAGE:
         return _run(Case(path, COVERAGE, "reference"), reference, options)

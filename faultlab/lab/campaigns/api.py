@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -94,7 +95,7 @@ def reference_run(
     """Run `scenario` once without faults (its boundary occurrences, log, ledger)."""
     made = make_target(policy=policy, target=target, backend=backend)
     options = LabOptions(made, workdir, timeout, spawn)
-    return run_reference(str(Path(scenario).resolve()), load_scenario(scenario), options)
+    return run_reference(os.path.realpath(scenario), load_scenario(scenario), options)
 
 
 def run_single(

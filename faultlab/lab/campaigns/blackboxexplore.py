@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -180,7 +181,7 @@ def run_single_blackbox(
     `tool/applied#1@200ms`) with `fault`."""
     if occurrence != COVERAGE:  # a recorded coverage case has fault "reference"
         parse_blackbox_faults([fault])
-    path = str(Path(scenario).resolve())
+    path = os.path.realpath(scenario)
     text, _, repeat = occurrence.partition("~")
     point = None if occurrence == COVERAGE else parse_kill_point(text)
     if repeat and not repeat.isdigit():

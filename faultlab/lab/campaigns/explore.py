@@ -4,6 +4,7 @@
 # interrupted exploration).
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +31,8 @@ from faultlab.lab.process.reference import LabOptions, Reference, run_reference
 from faultlab.lab.process.spawn import kill_all
 from faultlab.lab.read.stores import store_for
 from faultlab.probe import FAULTS, parse_occurrence
-from faultlab.scenario import Scenario, load_scenario
+from faultlab.scenario import Scenario, ScenarioError, load_scenario
+from faultlab.userfiles import UserFileError, check_exists, files_in
 
 __all__ = [
     "COVERAGE",
@@ -71,8 +73,9 @@ class Shard:
 
 def parse_shard(text: str) -> Shard:
     index, sep, count = text.partition("/")
-    if not sep or not index.isdigit() or not count.isdigit():
-        raise LabUsageError(f"shard {text!r} must look like K/N, e.g. 1/4")
+    digits = [part for part in (index, count) if part.isascii() and part.isdigit()]
+    if not sep or len(digits) != 2 or len(index) > 6 or len(count) > 6:
+        raise LabUsageError(f"shard {text[:40]!r} must look like K/N (6 digits at most), e.g. 1/4")
     shard = Shard(int(index), int(count))
     if shard.count < 1 or not 1 <= shard.index <= shard.count:
         raise LabUsageError(f"shard {text!r}: K must be between 1 and N")
@@ -146,8 +149,14 @@ def load_scenarios(paths: Sequence[str | Path]) -> list[tuple[str, Scenario]]:
     files: list[Path] = []
     for path in paths:
         given = Path(path)
-        files.extend(sorted(given.glob("*.toml")) if given.is_dir() else [given])
-    unique = sorted({str(f.resolve()): f for f in files}.items())
+        try:  # faultlab.userfiles refuses loops, FIFOs, devices and empty directories
+            if check_exists(given, what="scenario file or directory", directory_ok=True):
+                files.extend(files_in(given, suffix=".toml", what="scenario file"))
+            else:
+                files.append(given)
+        except UserFileError as exc:
+            raise ScenarioError(exc.path, "", exc.problem) from None
+    unique = sorted({os.path.realpath(f): f for f in files}.items())
     names: dict[str, str] = {}
     for resolved, _shown in unique:
         other = names.setdefault(Path(resolved).name, resolved)

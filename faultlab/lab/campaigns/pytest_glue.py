@@ -198,7 +198,7 @@ class ScenarioRun:
 
 def plan_scenario(path: Path, options: PluginOptions) -> ScenarioRun:
     """Dry-run the scenario file and plan its cases (coverage first)."""
-    shown = str(path.resolve())
+    shown = os.path.realpath(path)  # no RuntimeError on a symlink loop
     try:
         scenario = load_scenario(path)
     except (ScenarioError, ProbeError) as exc:
@@ -286,4 +286,4 @@ class CrashLab:
             make_target(policy=policy or self.options.policy, target=self.options.target),
             self.workdir / f"dry-{next(self._count)}", self.options.timeout,
         ).for_jobs(pytest_workers())  # fmt: skip
-        return run_reference(str(Path(path).resolve()), load_scenario(path), lab).occurrences
+        return run_reference(os.path.realpath(path), load_scenario(path), lab).occurrences

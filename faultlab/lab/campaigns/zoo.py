@@ -19,6 +19,7 @@ from faultlab.lab.process.target import bundled_scenarios
 from faultlab.lab.servers.points import parse_kill_point
 from faultlab.probe import FAULTS, ProbeError, parse_occurrence
 from faultlab.scenario import BACKENDS
+from faultlab.userfiles import MAX_SCENARIO_BYTES, UserFileError, read_bytes
 
 __all__ = ["QuickCase", "Zoo", "ZooVariant", "default_zoo_path", "load_zoo"]
 
@@ -263,9 +264,11 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
 def load_zoo(path: Path) -> Zoo:
     """Read and validate a zoo registry file."""
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LabUsageError(f"{path}: no such zoo registry") from None
+        raw = tomllib.loads(
+            read_bytes(path, what="zoo registry", limit=MAX_SCENARIO_BYTES).decode("utf-8")
+        )
+    except UserFileError as exc:  # missing, a FIFO, a device, a loop (faultlab.userfiles)
+        raise LabUsageError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LabUsageError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:

@@ -73,7 +73,7 @@ def check_crash_integrity(
     found = [
         Violation(
             _integrity_code(p),
-            f"crashed log line {p.line} (byte {p.offset}): {p.message}",
+            f"crashed log: {p.message}",  # the message names the line (or row) itself
             {"line": p.line, "offset": p.offset},
         )
         for p in crashed.problems
@@ -125,7 +125,7 @@ def check_integrity(obs: Observation) -> list[Violation]:
         found.extend(
             Violation(
                 _integrity_code(p),
-                f"{later_name} log line {p.line}: {p.message}",
+                f"{later_name} log: {p.message}",
                 {"log": later_name},
             )
             for p in later.problems

@@ -116,7 +116,7 @@ def _problems(view: LogView, what: str) -> list[Violation]:
     return [
         Violation(
             code.get(p.code, p.code),
-            f"{what} line {p.line}: {p.message}",
+            f"{what}: {p.message}",  # the message names the line (or row) itself
             {"log": what, "line": p.line},
         )
         for p in view.problems

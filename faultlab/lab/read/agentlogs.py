@@ -18,6 +18,7 @@ import orjson
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.histories import History
 from faultlab.lab.read.wire import WireError, history_from_anthropic, history_from_responses
+from faultlab.userfiles import MAX_LOG_BYTES, UserFileError, read_bytes
 
 __all__ = [
     "AGENT_READERS",
@@ -162,7 +163,8 @@ def read_deepseek_harness(data: bytes, path: str = "<deepseek-harness>") -> Agen
 
 
 def _file_reader(reader: Callable[[bytes, str], AgentLog]) -> Callable[[Path], AgentLog]:
-    return lambda where: reader(where.read_bytes(), str(where))
+    return lambda where: reader(read_bytes(where, what="session log", limit=MAX_LOG_BYTES),
+                                str(where))  # fmt: skip
 
 
 AGENT_READERS: dict[str, Callable[[Path], AgentLog]] = {
@@ -186,3 +188,5 @@ def read_agent_log(reader: str, path: str | Path) -> AgentLog:
         return AGENT_READERS[reader](where)
     except OSError as exc:
         raise LabUsageError(f"{where}: cannot read the session log: {exc.strerror}") from None
+    except UserFileError as exc:  # a FIFO, a device, a loop, too big (faultlab.userfiles)
+        raise LabUsageError(f"{where}: cannot read the session log: {exc.problem}") from None

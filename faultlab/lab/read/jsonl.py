@@ -101,15 +101,20 @@ def parse_log(data: bytes, path: str, *, loads: Loads = orjson.loads, fast: bool
     unread = 0  # corrupt lines since the last good event
     line = 2 + len(events)
     valid_size = pos
+    cut = ""
     while True:
         end = data.find(_NL, pos)
         if end < 0:
-            break  # whatever follows the last newline is a torn tail
+            if pos < size:  # whatever follows the last newline is a torn tail
+                cut = f"a torn tail (line {line} has no newline: a torn write)"
+            break
         decoded = decode_event(data[pos:end], loads)
         if isinstance(decoded, str):
             committed = later_end.after(pos, line)
-            if committed is None:
-                break  # damage after the last completed turn: cut from here on
+            if committed is None:  # damage after the last completed turn: cut from here on
+                cut = (f"line {line} is a whole line but damaged ({decoded}), "
+                       "and no completed turn follows it")  # fmt: skip
+                break
             what = (
                 f"line {line} (byte {pos}): {decoded}; the turn/end at line {committed[1]} "
                 f"(byte {committed[0]}) after it was committed"
@@ -150,6 +155,7 @@ def parse_log(data: bytes, path: str, *, loads: Loads = orjson.loads, fast: bool
         valid_size=valid_size,
         torn_bytes=size - valid_size,
         problems=with_identity_problems(problems, events),
+        cut=cut,
     )
 
 

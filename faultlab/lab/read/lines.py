@@ -45,8 +45,10 @@ def is_event(obj: object) -> TypeGuard[dict[str, Any]]:
         return False
     kind = obj.get("type")
     moment = type(obj.get("time"))
+    seq = obj.get("seq")
     return (
-        type(obj.get("seq")) is int
+        type(seq) is int
+        and seq >= 0
         and type(kind) is str
         and kind in EVENT_TYPES
         and (moment is float or moment is int)
@@ -70,6 +72,8 @@ def what_is_wrong(obj: object) -> str:
         return f"line is a JSON {type(obj).__name__}, not an object"
     if not _is_int(obj.get("seq")):
         return f"field 'seq' is missing or not an integer ({_show(obj.get('seq'))})"
+    if obj["seq"] < 0:  # not a duplicate of anything: seqs count from 0
+        return f"field 'seq' is negative ({_show(obj['seq'])}); seqs count from 0"
     kind = obj.get("type")
     if not isinstance(kind, str) or kind not in EVENT_TYPES:
         return f"field 'type' is not one of the ten event types ({_show(kind)})"

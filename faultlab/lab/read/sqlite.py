@@ -39,16 +39,16 @@ def is_sqlite(data: bytes) -> bool:
     return data.startswith(MAGIC)
 
 
-def snapshot(path: Path) -> bytes:
-    """The database at `path` with its WAL folded in, as one standalone file
-    (rollback-journal mode, so it can be read from memory); b"" if there is
-    none.  Bytes that do not open as a database come back as they are."""
-    try:
-        raw = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return b""
-    except OSError:
-        return b""
+def snapshot(path: Path, raw: bytes | None = None) -> bytes:
+    """The database at `path` (its bytes `raw` when already read) with its WAL
+    folded in, as one standalone file (rollback-journal mode, so it can be
+    read from memory); b"" if there is none.  Bytes that do not open as a
+    database come back as they are."""
+    if raw is None:
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return b""
     with tempfile.TemporaryDirectory(prefix="faultlab-sqlite-") as work:
         copy = Path(work) / "session.sqlite"
         copy.write_bytes(raw)
@@ -71,8 +71,38 @@ def snapshot(path: Path) -> bytes:
 
 
 def _bad(path: str, size: int, what: str) -> LogView:
-    problem = LogProblem(BAD_HEADER, 1, 0, f"header: {what}")
+    problem = LogProblem(BAD_HEADER, 1, 0, what)
     return LogView(path, True, None, (), size, 0, 0, (problem,))
+
+
+def _truncated(data: bytes) -> str | None:
+    """What the file's own 100-byte header says is missing, if anything.
+    SQLite itself only says "unable to open database file" of a short file."""
+    size = len(data)
+    if size < 100:
+        return f"the database is truncated: {size} byte(s), less than SQLite's 100-byte header"
+    page = int.from_bytes(data[16:18], "big")
+    page = 65536 if page == 1 else page
+    if page < 512 or page & (page - 1):
+        return f"the database header is damaged: page size {page} is not a power of two"
+    pages = int.from_bytes(data[28:32], "big")  # valid when the change counters agree
+    if pages and data[24:28] == data[92:96] and pages * page > size:
+        return (f"the database is truncated: its header says {pages} page(s) of {page} bytes "
+                f"({pages * page} bytes), the file has {size}")  # fmt: skip
+    if size % page:
+        return f"the database is truncated: {size} bytes is not a whole number of {page}-byte pages"
+    return None
+
+
+def _foreign(db: sqlite3.Connection) -> str | None:
+    """Why an SQLite database is not a faultlab session store, if it is not."""
+    tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    missing = [name for name in ("header", "events") if name not in tables]
+    if not missing:
+        return None
+    shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "") or "none"
+    return (f"not a faultlab session database (docs/backends.md): it has no "
+            f"{' and no '.join(repr(m) for m in missing)} table (its tables: {shown})")  # fmt: skip
 
 
 def _header(db: sqlite3.Connection) -> dict[str, Any] | str:
@@ -94,6 +124,8 @@ def parse_sqlite(data: bytes, path: str) -> LogView:
         return _bad(path, 0, "no session database")
     if not is_sqlite(data):
         return _bad(path, size, "the file is not an SQLite database")
+    if (truncated := _truncated(data)) is not None:
+        return _bad(path, size, truncated)
     try:
         db = sqlite3.connect(":memory:")
     except sqlite3.Error as exc:  # pragma: no cover - memory exhausted
@@ -103,6 +135,8 @@ def parse_sqlite(data: bytes, path: str) -> LogView:
         check = db.execute("PRAGMA quick_check").fetchone()[0]
         if check != "ok":
             return _bad(path, size, f"the database is damaged: {check}")
+        if (foreign := _foreign(db)) is not None:
+            return _bad(path, size, foreign)
         header = _header(db)
         if isinstance(header, str):
             return _bad(path, size, header)

@@ -6,6 +6,7 @@
 # in (faultlab/lab/read/sqlite.py).  This module never imports the runtime.
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.jsonl import parse_log, read_log_file
 from faultlab.lab.read.sqlite import is_sqlite, parse_sqlite, read_sqlite_file, snapshot
 from faultlab.lab.read.view import LogView
+from faultlab.userfiles import MAX_LOG_BYTES, read_bytes
 
 __all__ = ["BACKENDS", "LogStore", "find_log", "read_any", "store_for"]
 
@@ -115,7 +117,8 @@ def store_for(backend: str) -> LogStore:
 
 def find_log(session_dir: Path) -> Path:
     """The session log in a session directory (whichever backend wrote it)."""
-    found = [s.log_path(session_dir) for s in _STORES.values() if s.exists(session_dir)]
+    # lexists: a symlink loop is found, and then refused by name when it is read
+    found = [p for s in _STORES.values() if os.path.lexists(p := s.log_path(session_dir))]
     if len(found) > 1:
         names = " and ".join(p.name for p in found)
         raise LabUsageError(f"{session_dir}: holds both {names}; name the file to inspect")
@@ -123,6 +126,16 @@ def find_log(session_dir: Path) -> Path:
         names = " or ".join(s.log_name for s in _STORES.values())
         raise LabUsageError(f"{session_dir}: no session log ({names}) in this directory")
     return found[0]
+
+
+def read_user_log(path: str | Path) -> LogView:
+    """A session log a user named (`inspect`), of either backend.  Read through
+    faultlab.userfiles: a missing file, a FIFO, a device, a symlink loop or a
+    file over MAX_LOG_BYTES is a UserFileError (one line, exit 2), never a hang."""
+    data = read_bytes(path, what="session log", limit=MAX_LOG_BYTES)
+    if is_sqlite(data):
+        return parse_sqlite(snapshot(Path(path), data), str(path))
+    return parse_log(data, str(path))
 
 
 def read_any(path: str | Path) -> LogView:

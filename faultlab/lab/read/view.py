@@ -92,6 +92,11 @@ class LogView:
     valid_size: int
     torn_bytes: int
     problems: tuple[LogProblem, ...]
+    # Why the `torn_bytes` were cut: a last line with no newline (a torn
+    # write), or a complete line that is damaged with no completed turn after
+    # it; "" when nothing was cut.  Said apart so a reader is never told that
+    # a whole, undecodable line was "torn".
+    cut: str = ""
 
     @property
     def session_id(self) -> str | None:

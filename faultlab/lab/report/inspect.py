@@ -10,7 +10,7 @@ from typing import Any
 
 from faultlab.lab.oracle.expected import after_repair, expected_repair
 from faultlab.lab.oracle.validity import check_history
-from faultlab.lab.read.stores import read_any
+from faultlab.lab.read.stores import read_user_log
 from faultlab.lab.read.view import LogEvent
 from faultlab.scenario import ToolSpec, load_scenario
 
@@ -53,7 +53,7 @@ def _describe(event: LogEvent) -> str:
 
 
 def inspect_log(path: Path, scenario: Path | None = None) -> Inspection:
-    view = read_any(path)
+    view = read_user_log(path)
     tools: dict[str, ToolSpec] = {}
     if scenario is not None:
         tools = {spec.name: spec for spec in load_scenario(scenario).tools}
@@ -71,13 +71,11 @@ def inspect_log(path: Path, scenario: Path | None = None) -> Inspection:
         lines.append(f"{'':6}  ({chunks} assistant/chunk event(s))")
     if view.torn_bytes:
         lines.append(
-            f"torn tail: {view.torn_bytes} byte(s) after byte {view.valid_size} "
-            "would be cut on load"
+            f"cut on load: {view.torn_bytes} byte(s) after byte {view.valid_size}: "
+            + (view.cut or "damage")
         )
     for problem in view.problems:
-        lines.append(
-            f"{problem.code}: line {problem.line}, byte {problem.offset}: {problem.message}"
-        )
+        lines.append(f"{problem.code}: {problem.message}")  # the message says where
     repair = expected_repair(view.events, tools)
     if view.last_turn_open:
         lines.append("crash repair would append:")
@@ -102,6 +100,7 @@ def inspect_log(path: Path, scenario: Path | None = None) -> Inspection:
         "sessionId": view.session_id,
         "events": len(view.events),
         "tornBytes": view.torn_bytes,
+        "cut": view.cut,
         "problems": [vars_of(p) for p in view.problems],
         "openTurn": view.last_turn_open,
         "expectedRepair": [

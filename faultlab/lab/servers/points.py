@@ -86,9 +86,10 @@ def parse_kill_point(text: str) -> KillPoint:
 
 def parse_delays(text: str) -> tuple[int, ...]:
     """`0,200ms,1000`: kill delays in milliseconds.  Raises LabUsageError."""
-    try:
-        return tuple(int(part.strip().removesuffix("ms")) for part in text.split(",")
-                     if part.strip())  # fmt: skip
-    except ValueError:
-        message = f"--delays {text!r}: comma-separated milliseconds, e.g. 0,200"
-        raise LabUsageError(message) from None
+    parts = [part.strip().removesuffix("ms") for part in text.split(",") if part.strip()]
+    # ASCII digits, at most 600000 ms (ten minutes): no nan, no negative, no 1e308
+    if not parts or not all(p.isascii() and p.isdigit() and len(p.lstrip("0")) <= 6
+                            and int(p) <= 600_000 for p in parts):
+        message = f"--delays {text[:60]!r}: comma-separated milliseconds 0..600000, e.g. 0,200"
+        raise LabUsageError(message)
+    return tuple(int(p) for p in parts)

@@ -22,9 +22,9 @@ def test_load_scenario_reads_a_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("make", "fragment"),
     [
-        (lambda p: None, "no such file"),
-        (lambda p: p.mkdir(), "is a directory, not a scenario file"),
-        (lambda p: p.write_bytes(b'name = "\xff"\n'), "not UTF-8 (byte offset 8)"),
+        (lambda p: None, ": no such scenario file"),
+        (lambda p: p.mkdir(), ": is a directory, not a scenario file"),
+        (lambda p: p.write_bytes(b'name = "\xff"\n'), ":1: not UTF-8 (byte offset 8)"),
     ],
     ids=["missing", "directory", "not-utf8"],
 )
@@ -34,4 +34,4 @@ def test_load_scenario_errors_name_the_file(tmp_path: Path, make: Any, fragment:
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
     assert info.value.path == str(path)
-    assert str(info.value) == f"{path}: {fragment}"
+    assert str(info.value) == f"{path}{fragment}"

@@ -69,7 +69,7 @@ def _tampered(tmp_path: Path, *sql: str) -> bytes:
         (["UPDATE events SET data = '[1]' WHERE seq = 0"], CORRUPT_COMMITTED_LOG, "'data'"),
         (["DELETE FROM header"], BAD_HEADER, "0 rows"),
         (["UPDATE header SET format = 7"], BAD_HEADER, "'format' is 7"),
-        (["DROP TABLE events"], BAD_HEADER, "no such table"),
+        (["DROP TABLE events"], BAD_HEADER, "no 'events' table"),
     ],
 )
 def test_damage_is_reported_by_row(tmp_path: Path, sql: list[str], code: str, needle: str) -> None:

@@ -74,7 +74,7 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "faultlab-scripted"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self  # the script already knows which tools it calls
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,

@@ -1,0 +1,60 @@
+# LangGraph apps crash-tested through real child processes (the app drive):
+# the example app without a repair runs a charge twice after invoke(None) and
+# gets a history the model rejects after a re-sent message; with the recipe
+# installed it passes; a broken recipe is caught by its classification.
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.sqlite")
+
+from faultlab.lab.apps import AppOptions, run_app_case, run_app_reference  # noqa: E402
+from faultlab.lab.oracle.case import Case  # noqa: E402
+from faultlab.lab.process.reference import Reference  # noqa: E402
+from faultlab.scenario import load_scenario  # noqa: E402
+
+pytestmark = pytest.mark.realprocess
+
+REPO = Path(__file__).resolve().parents[2]
+PAYMENT = str(REPO / "scenarios" / "payment.toml")
+PLAIN = "langgraph:examples.langgraph_refund:build_graph"
+REPAIRED = "langgraph:examples.langgraph_refund.repaired:build_graph"
+BROKEN = "langgraph:tests.fixtures.lgapps.broken_recipe:build_graph"
+
+
+def _case(app: str, occurrence: str, fault: str, tmp: Path) -> tuple[tuple[str, ...], str]:
+    fault_name, _, durability = fault.split("/")
+    options = AppOptions(app, tmp, durability)
+    reference: Reference = run_app_reference(PAYMENT, load_scenario(PAYMENT), options)
+    assert reference.returncode == 0, reference.stderr
+    assert f"{occurrence}" in reference.occurrences
+    result = run_app_case(Case(PAYMENT, occurrence, fault), reference, options)
+    return result.codes, result.verdict
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)  # the child imports the apps from the working directory
+
+
+def test_invoke_none_reruns_a_charge_killed_in_its_body(tmp_path: Path) -> None:
+    codes, verdict = _case(PLAIN, "tool/effect#1", "sigkill/resume/sync", tmp_path)
+    assert verdict == "fail"
+    assert set(codes) == {"UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED"}
+
+
+def test_resending_the_message_gets_a_rejected_history(tmp_path: Path) -> None:
+    codes, _ = _case(PLAIN, "tool/started#1", "sigkill/resend/sync", tmp_path)
+    assert codes == ("PROVIDER_INVALID_HISTORY",)
+
+
+def test_the_recipe_passes_where_invoke_none_charged_twice(tmp_path: Path) -> None:
+    codes, verdict = _case(REPAIRED, "tool/effect#1", "sigkill/hook/sync", tmp_path)
+    assert (verdict, codes) == ("pass", ())
+
+
+def test_a_recipe_that_says_not_started_for_a_started_call_is_caught(tmp_path: Path) -> None:
+    codes, _ = _case(BROKEN, "tool/effect#1", "sigkill/hook/sync", tmp_path)
+    assert "REPAIR_MISCLASSIFIED" in codes

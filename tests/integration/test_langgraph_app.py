@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("langgraph.checkpoint.sqlite")
 
-from faultlab.lab.apps import AppOptions, run_app_case, run_app_reference  # noqa: E402
-from faultlab.lab.oracle.case import Case  # noqa: E402
-from faultlab.lab.process.reference import Reference  # noqa: E402
-from faultlab.scenario import load_scenario  # noqa: E402
+from faultlab.lab.apps import AppOptions, run_app_case, run_app_reference
+from faultlab.lab.oracle.case import Case
+from faultlab.lab.process.reference import Reference
+from faultlab.scenario import load_scenario
 
 pytestmark = pytest.mark.realprocess
 
@@ -25,7 +25,7 @@ BROKEN = "langgraph:tests.fixtures.lgapps.broken_recipe:build_graph"
 
 
 def _case(app: str, occurrence: str, fault: str, tmp: Path) -> tuple[tuple[str, ...], str]:
-    fault_name, _, durability = fault.split("/")
+    durability = fault.split("/")[2]
     options = AppOptions(app, tmp, durability)
     reference: Reference = run_app_reference(PAYMENT, load_scenario(PAYMENT), options)
     assert reference.returncode == 0, reference.stderr

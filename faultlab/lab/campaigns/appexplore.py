@@ -109,9 +109,14 @@ def app_matrix(results: dict[str, ExploreResult]) -> list[str]:
             text = ",".join(r.codes) if r.verdict == "fail" else (
                 "ok" if r.passed else r.verdict)  # fmt: skip
             cells.setdefault(key, {})[mode] = text
-    width = max([len(f"{k[0]} {k[1]} [{k[2]}]") for k in cells] + [10])
-    lines = [f"{'case':{width}}  " + "  ".join(f"{m:28}" for m in modes)]
+    # Occurrence numbers count per run: checkpoint/put#2 of `exit` is not the
+    # same point as that of `sync`; the model and tool boundaries line up.
+    width = max([len(f"{k[0]} {k[1]} [{k[2]}]") for k in cells] + [4])
+    columns = {m: max([len(row.get(m, "-")) for row in cells.values()] + [len(m)])
+               for m in modes}  # fmt: skip
+    lines = [(f"{'case':{width}}  " + "  ".join(f"{m:{columns[m]}}" for m in modes)).rstrip()]
     for key, row in cells.items():
         name = f"{key[0]} {key[1]} [{key[2]}]"
-        lines.append(f"{name:{width}}  " + "  ".join(f"{row.get(m, '-'):28}" for m in modes))
+        cells_text = "  ".join(f"{row.get(m, '-'):{columns[m]}}" for m in modes)
+        lines.append(f"{name:{width}}  {cells_text}".rstrip())
     return lines

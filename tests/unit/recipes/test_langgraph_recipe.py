@@ -10,16 +10,16 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_core.language_models.fake_chat_models import (  # noqa: E402
+from langchain_core.language_models.fake_chat_models import (
     FakeMessagesListChatModel,
 )
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 
-from examples.langgraph_refund import build_graph  # noqa: E402
-from faultlab.lab.read.histories import Message, classify_result  # noqa: E402
-from faultlab.recipes.langgraph import (  # noqa: E402
+from examples.langgraph_refund import build_graph
+from faultlab.lab.read.histories import Message, classify_result
+from faultlab.recipes.langgraph import (
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
     repair_dangling_calls,
@@ -27,6 +27,7 @@ from faultlab.recipes.langgraph import (  # noqa: E402
 
 CONFIG: Any = {"configurable": {"thread_id": "t"}}
 CALL = {"name": "charge_card", "args": {"amount": 40}, "id": "c1", "type": "tool_call"}
+ASKED = {"messages": [HumanMessage("pay"), AIMessage("", tool_calls=[CALL])]}
 
 
 @tool
@@ -53,8 +54,7 @@ def _last(graph: Any) -> ToolMessage:
 
 def test_a_scheduled_call_is_answered_outcome_unknown() -> None:
     graph = _graph()
-    graph.update_state(CONFIG, {"messages": [HumanMessage("pay"), AIMessage("", tool_calls=[CALL])]},
-                       as_node="model")  # fmt: skip
+    graph.update_state(CONFIG, ASKED, as_node="model")
     assert "tools" in graph.get_state(CONFIG).next
     repaired = repair_dangling_calls(graph, CONFIG)
     assert [(r.call_id, r.code) for r in repaired] == [("c1", TOOL_OUTCOME_UNKNOWN)]
@@ -67,8 +67,7 @@ def test_a_scheduled_call_is_answered_outcome_unknown() -> None:
 
 def test_a_call_no_checkpoint_scheduled_is_answered_not_started() -> None:
     graph = _graph()
-    graph.update_state(CONFIG, {"messages": [HumanMessage("pay"), AIMessage("", tool_calls=[CALL])]},
-                       as_node="tools")  # fmt: skip
+    graph.update_state(CONFIG, ASKED, as_node="tools")
     assert "tools" not in graph.get_state(CONFIG).next
     repaired = repair_dangling_calls(graph, CONFIG)
     assert [r.code for r in repaired] == [TOOL_NOT_STARTED]

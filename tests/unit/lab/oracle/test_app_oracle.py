@@ -24,7 +24,7 @@ def _obs(**changes: Any) -> AppObservation:
     base: dict[str, Any] = dict(
         scenario=PAYMENT, crash=(_started(),), resume=(), ledger=(CHARGE,),
         reference_ledger=(CHARGE,), durable_at_kill=History((USER, ASK)),
-        final=History((USER, ASK, Message("tool", "charged", (), "c1"), Message("assistant", "ok"))),
+        final=History((USER, ASK, Message("tool", "charged", (), "c1"), Message("assistant", "k"))),
         style="resume", resume_status=0,
     )  # fmt: skip
     base.update(changes)

@@ -52,13 +52,26 @@ def guidance(code: str, name: str, call_id: str, *, safe_to_retry: bool = False)
 
 
 def repair_dangling_calls(graph: Any, config: RunnableConfig, *, tools_node: str = "tools",
-                          messages_key: str = "messages",
+                          messages_key: str = "messages", durability: str = "async",
                           safe_tools: Iterable[str] = ()) -> list[RepairedCall]:  # fmt: skip
     """Answer each unanswered tool call of the thread `config` names, as the
     node `tools_node`; return what was answered (nothing when the thread is
     consistent, so calling it on every start is safe).  `safe_tools` are the
-    read-only or idempotent tools whose retry the guidance may allow."""
+    read-only or idempotent tools whose retry the guidance may allow;
+    `durability` the mode the app runs its graph in (only `sync` proves that
+    a call of a step whose checkpoint is not yet written never started)."""
     state = graph.get_state(config)
+    if any(t.name != tools_node and t.result is not None for t in state.tasks):
+        # A step finished (its writes are durable) but its checkpoint is not:
+        # the snapshot shows its messages, an update would build on the
+        # checkpoint without them.  Under `sync` its calls never started and
+        # invoke(None) runs them; otherwise the tools may already have run
+        # (async and exit write behind the work): apply the step's writes
+        # without running anything more, and answer its calls below.
+        if durability == "sync":
+            return []
+        graph.invoke(None, config, interrupt_before=[tools_node], durability="sync")
+        state = graph.get_state(config)
     messages = state.values.get(messages_key, []) if state.values else []
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     dangling = [(str(c["id"]), c["name"]) for m in messages if isinstance(m, AIMessage)

@@ -24,12 +24,18 @@ REPAIRED = "langgraph:examples.langgraph_refund.repaired:build_graph"
 BROKEN = "langgraph:tests.fixtures.lgapps.broken_recipe:build_graph"
 
 
+_REFERENCES: dict[str, tuple[AppOptions, Reference]] = {}
+
+
 def _case(app: str, occurrence: str, fault: str, tmp: Path) -> tuple[tuple[str, ...], str]:
-    durability = fault.split("/")[2]
-    options = AppOptions(app, tmp, durability)
-    reference: Reference = run_app_reference(PAYMENT, load_scenario(PAYMENT), options)
-    assert reference.returncode == 0, reference.stderr
-    assert f"{occurrence}" in reference.occurrences
+    """One case; the fault-free run of each app is made once per session."""
+    if app not in _REFERENCES:
+        options = AppOptions(app, tmp, fault.split("/")[2])
+        reference = run_app_reference(PAYMENT, load_scenario(PAYMENT), options)
+        assert reference.returncode == 0, reference.stderr
+        _REFERENCES[app] = (options, reference)
+    options, reference = _REFERENCES[app]
+    assert occurrence in reference.occurrences
     result = run_app_case(Case(PAYMENT, occurrence, fault), reference, options)
     return result.codes, result.verdict
 

@@ -24,17 +24,18 @@ REPAIRED = "langgraph:examples.langgraph_refund.repaired:build_graph"
 BROKEN = "langgraph:tests.fixtures.lgapps.broken_recipe:build_graph"
 
 
-_REFERENCES: dict[str, tuple[AppOptions, Reference]] = {}
+_REFERENCES: dict[tuple[str, str], tuple[AppOptions, Reference]] = {}
 
 
 def _case(app: str, occurrence: str, fault: str, tmp: Path) -> tuple[tuple[str, ...], str]:
     """One case; the fault-free run of each app is made once per session."""
-    if app not in _REFERENCES:
-        options = AppOptions(app, tmp, fault.split("/")[2])
+    key = (app, fault.split("/")[2])
+    if key not in _REFERENCES:
+        options = AppOptions(app, tmp, key[1])
         reference = run_app_reference(PAYMENT, load_scenario(PAYMENT), options)
         assert reference.returncode == 0, reference.stderr
-        _REFERENCES[app] = (options, reference)
-    options, reference = _REFERENCES[app]
+        _REFERENCES[key] = (options, reference)
+    options, reference = _REFERENCES[key]
     assert occurrence in reference.occurrences
     result = run_app_case(Case(PAYMENT, occurrence, fault), reference, options)
     return result.codes, result.verdict
@@ -64,3 +65,10 @@ def test_the_recipe_passes_where_invoke_none_charged_twice(tmp_path: Path) -> No
 def test_a_recipe_that_says_not_started_for_a_started_call_is_caught(tmp_path: Path) -> None:
     codes, _ = _case(BROKEN, "tool/effect#1", "sigkill/hook/sync", tmp_path)
     assert "REPAIR_MISCLASSIFIED" in codes
+
+
+def test_a_failed_checkpoint_write_stops_sync_and_not_async(tmp_path: Path) -> None:
+    # checkpoint/put#3 is the checkpoint that schedules the tools task.
+    assert _case(PLAIN, "checkpoint/put#3", "io-error/resume/sync", tmp_path) == ((), "pass")
+    codes, _ = _case(PLAIN, "checkpoint/put#3", "io-error/resume/async", tmp_path)
+    assert "DISPATCH_AFTER_FAILED_CHECKPOINT" in codes

@@ -198,7 +198,7 @@ def plan_app_cases(reference: Reference, options: AppOptions,
         for occurrence in dict.fromkeys(reference.occurrences):
             if occurrence.startswith("invoke/end") and occurrence != reference.occurrences[-1]:
                 continue  # the next turn's first boundary is the same point
-            if fault == "io-error" and not occurrence.startswith(_WRITES):
+            if fault == "io-error" and (occurrence.partition("#")[0] not in _WRITES):
                 continue
             for style in styles:
                 cases.append(Case(reference.scenario_path, occurrence,

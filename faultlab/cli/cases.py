@@ -86,6 +86,16 @@ class _PlanProgress:
     "--repeats", type=opt.whole(1, 1000), default=1, show_default=True,
     help="With --agent: run each case this many times (agents persist asynchronously).",
 )  # fmt: skip
+@click.option(
+    "--app", metavar="langgraph:MODULE:FACTORY",
+    help="Crash-test a framework app with its own persistence: FACTORY(*, model, tools, "
+    "checkpointer) returns a compiled graph (docs/frameworks.md).",
+)  # fmt: skip
+@click.option(
+    "--compare", metavar="durability=MODE,...",
+    help="With --app: run the cases in each durability mode (exit, async, sync) and print "
+    "one matrix of codes by mode (default: async, LangGraph's own default).",
+)  # fmt: skip
 @opt.spawn
 @opt.backend
 @opt.drive
@@ -107,9 +117,9 @@ def explore(
     scenarios: tuple[Path, ...], policy: str | None, target: str | None, jobs: int,
     shard: Shard | None, timeout: float, as_json: bool, report_dir: Path, no_report: bool,
     spawn: str, faults: str, max_double_cases: int, backend: str | None, drive: str,
-    agent: str | None, delays: str | None, repeats: int, exitfirst: bool,
-    maxfail: int | None, keyword: str | None, last_failed: bool, verbose: int, quiet: int,
-    color_choice: str,
+    agent: str | None, delays: str | None, repeats: int, app: str | None, compare: str | None,
+    exitfirst: bool, maxfail: int | None, keyword: str | None, last_failed: bool,
+    verbose: int, quiet: int, color_choice: str,
 ) -> int:  # fmt: skip
     """Kill the target at every boundary occurrence of every scenario.
 
@@ -144,6 +154,15 @@ def explore(
     opt.check_agent_alone(agent, policy=policy, target=target, backend=backend, drive=drive,
                           spawn=spawn, max_double_cases=None if max_double_cases == 24
                           else max_double_cases)  # fmt: skip
+    if app is not None:
+        for name, value in (("agent", agent), ("delays", delays), ("policy", policy),
+                            ("target", target), ("backend", backend)):  # fmt: skip
+            if value is not None:
+                raise UserError(f"--app cannot be combined with --{name}")
+        return _explore_app(paths, app=app, compare=compare, jobs=jobs, shard=shard,
+                            timeout=timeout, as_json=as_json, faults=faults)  # fmt: skip
+    if compare is not None:
+        raise UserError("--compare needs --app")
     if agent is not None:
         if select is not None:
             raise UserError("-k, --lf, -x and --maxfail do not apply to --agent yet")
@@ -233,6 +252,40 @@ def _say_records(path: Path) -> None:
             what = record.get("tool") or record.get("api") or ""
             mark = "  <- killed here" if record.get("killPoint") else ""
             say(f"    {record['boundary']}#{record['n']} {what}{mark}")
+
+
+def _explore_app(
+    paths: Sequence[Path], *, app: str, compare: str | None, jobs: int, shard: Shard | None,
+    timeout: float, as_json: bool, faults: str,
+) -> int:  # fmt: skip
+    """`explore --app`: a framework app's cases, in each durability mode."""
+    from faultlab import lab
+    from faultlab.lab.apps import parse_app
+    from faultlab.lab.campaigns.appexplore import app_matrix, explore_app, parse_compare
+
+    parse_app(app)
+    modes = parse_compare(compare)
+    loaded = lab.load_scenarios(paths)
+    fault_names = [f.strip() for f in faults.split(",") if f.strip()]
+    if fault_names == ["all"]:
+        fault_names = ["sigkill"]  # io-error only when named: it doubles the cases
+    results = {}
+    with lab.workdir() as work:
+        for mode in modes:
+            say(f"exploring {len(loaded)} scenario(s) with the app {app}, durability {mode}, "
+                f"{jobs} job(s)" + (f", shard {shard}" if shard else ""))  # fmt: skip
+            results[mode] = explore_app(loaded, app=app, workdir=work, durability=mode,
+                                        jobs=jobs, shard=shard, faults=fault_names,
+                                        timeout=timeout, progress=show.Progress())  # fmt: skip
+    for line in app_matrix(results):
+        say(line)
+    passed = all(r.passed for r in results.values())
+    if as_json:
+        emit_json({"passed": passed, "modes": {
+            mode: {"passed": r.passed, "counts": r.counts,
+                   "cases": [c.to_json() for c in r.results]}
+            for mode, r in results.items()}})  # fmt: skip
+    return EXIT_OK if passed else EXIT_VIOLATIONS
 
 
 def _explore_agent(

@@ -39,6 +39,11 @@ GUARANTEES: dict[str, tuple[str, str]] = {
         "repair told the model a retry is safe for a tool that is not idempotent",
     ),
     "SIDE_EFFECT_DUPLICATED": ("G6", "a non-idempotent effect was applied twice after resume"),
+    "UNKNOWN_OUTCOME_RERUN": (
+        "G6",
+        "a non-idempotent call whose outcome was unknown (its body had started, no result was "
+        "durable) ran again after resume without the model being told",
+    ),
     "PROVIDER_INVALID_HISTORY": (
         "G7",
         "the repaired history breaks the tool-call pairing rules model APIs enforce",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from faultlab.lab.errors import LabUsageError
 
 __all__ = [
+    "APP_BOUNDARIES",
     "BLACKBOX_BOUNDARIES",
     "DEFAULT_DELAYS_MS",
     "KillPoint",
@@ -25,12 +26,26 @@ BLACKBOX_BOUNDARIES = (
     "tool/applied",  # the call's effect is in the world ledger (fsynced)
     "tool/replied",  # the tool server sent the call's result
 )
+# What a framework app's child reports (faultlab/lab/apps/lgchild.py,
+# docs/frameworks.md): its model, tools and checkpointer proxy.
+APP_BOUNDARIES = (
+    "model/request",  # the scripted chat model was called (digest of the messages)
+    "model/answered",  # its answer is made, not yet returned to the framework
+    "tool/started",  # a tool body started, before its effect
+    "tool/effect",  # the effect is in the world ledger (fsynced)
+    "tool/returned",  # the body is returning its result
+    "checkpoint/put",  # a checkpoint write started
+    "checkpoint/put-done",  # ... and completed
+    "checkpoint/writes",  # a pending-writes write started
+    "checkpoint/writes-done",  # ... and completed
+    "invoke/end",  # one invocation of the graph returned
+)
 # Agents persist asynchronously: the same boundary killed 0, 50, 200 ms or
 # 1 s later finds different things on disk (docs/agents.md).
 DEFAULT_DELAYS_MS = (0, 50, 200, 1000)
 _MAX_DELAY_MS = 60_000
 _TEXT = re.compile(
-    r"(?P<boundary>[a-z]+/[a-z]+)(?:#(?P<n>\d+))?(?:@(?P<delay>\d+)(?P<unit>ms|s)?)?"
+    r"(?P<boundary>[a-z]+/[a-z-]+)(?:#(?P<n>\d+))?(?:@(?P<delay>\d+)(?P<unit>ms|s)?)?"
 )
 
 
@@ -45,10 +60,11 @@ class KillPoint:
     delay_ms: int = 0
 
     def __post_init__(self) -> None:
-        if self.boundary not in BLACKBOX_BOUNDARIES:
+        if self.boundary not in BLACKBOX_BOUNDARIES and self.boundary not in APP_BOUNDARIES:
             raise LabUsageError(
                 f"unknown black-box boundary {self.boundary!r} "
-                f"(boundaries: {', '.join(BLACKBOX_BOUNDARIES)})"
+                f"(boundaries: {', '.join(BLACKBOX_BOUNDARIES)}; "
+                f"of an --app: {', '.join(APP_BOUNDARIES)})"
             )
         if self.n < 1:
             raise LabUsageError(f"{self.boundary}: occurrence must be >= 1, not {self.n}")

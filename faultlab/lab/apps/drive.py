@@ -1,0 +1,263 @@
+# Framework app cases (`--app langgraph:MODULE:FACTORY`): the user's graph
+# runs in a child process (faultlab/lab/apps/lgchild.py) with faultlab's
+# scripted model, the scenario's tools and a reporting proxy around its
+# checkpointer; every boundary the child reports goes through the gate,
+# which holds the armed one while the lab SIGKILLs the child (fault
+# `sigkill`), or the child fails the armed checkpoint write with EIO
+# (fault `io-error`).  A second child then resumes the thread in the
+# case's resume style and runs the rest of the script; the oracle
+# (faultlab/lab/oracle/apps.py) checks the gate's records, the world ledger
+# and the thread as the framework's own serializer reads it.
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from faultlab.lab.apps.lgstate import PersistedThread, read_thread
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.apps import AppObservation, check_app
+from faultlab.lab.oracle.case import Case, CaseResult, Verdict
+from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.process.reference import Reference, read_ledger, slug
+from faultlab.lab.process.tree import ContainedProcess
+from faultlab.lab.read.histories import History
+from faultlab.lab.read.view import LogView
+from faultlab.lab.servers.gate import Gate, GateBridge
+from faultlab.lab.servers.points import KillPoint, parse_kill_point
+from faultlab.scenario import Scenario
+
+__all__ = [
+    "APP_FAULTS",
+    "DURABILITIES",
+    "RESUME_STYLES",
+    "AppOptions",
+    "parse_app",
+    "plan_app_cases",
+    "run_app_case",
+    "run_app_reference",
+]
+
+DURABILITIES = ("exit", "async", "sync")
+# resume: the framework's own (invoke(None)); resend: the user sends their
+# last message again; hook: the app's `before_resume(graph, config)` (its
+# installed repair), then invoke(None).
+RESUME_STYLES = ("resume", "resend", "hook")
+APP_FAULTS = ("sigkill", "io-error")
+_WRITES = ("checkpoint/put", "checkpoint/writes")
+_THREAD = "faultlab-case"
+_POLL = 0.005
+
+
+def parse_app(spec: str) -> tuple[str, str]:
+    """`langgraph:MODULE:FACTORY` -> (framework, MODULE:FACTORY)."""
+    framework, _, target = spec.partition(":")
+    module, _, factory = target.rpartition(":")
+    if framework != "langgraph":
+        raise LabUsageError(f"--app {spec}: the supported framework is langgraph "
+                            "(langgraph:MODULE:FACTORY)")  # fmt: skip
+    if not module or not factory.isidentifier():
+        raise LabUsageError(f"--app {spec}: expected langgraph:MODULE:FACTORY")
+    return framework, target
+
+
+@dataclass(frozen=True, slots=True)
+class AppOptions:
+    """How app cases run: the app, the durability mode, the resume styles
+    planned, the work dir and the per-process budget."""
+
+    app: str
+    workdir: Path
+    durability: str = "async"
+    styles: tuple[str, ...] = ("resume", "resend", "hook")
+    timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        parse_app(self.app)
+        if self.durability not in DURABILITIES:
+            raise LabUsageError(f"durability {self.durability!r}: one of {', '.join(DURABILITIES)}")
+        for style in self.styles:
+            if style not in RESUME_STYLES:
+                raise LabUsageError(f"resume style {style!r}: one of {', '.join(RESUME_STYLES)}")
+
+
+class _Rig:
+    """The gate, the ledger, the database and the child runs of one case."""
+
+    def __init__(self, scenario_path: str, options: AppOptions, where: Path,
+                 armed: KillPoint | None) -> None:  # fmt: skip
+        shutil.rmtree(where, ignore_errors=True)
+        where.mkdir(parents=True)
+        self.where, self.options, self.scenario_path = where, options, scenario_path
+        self.ledger, self.db = where / "world.jsonl", where / "checkpoints.sqlite"
+        self.gate = Gate(armed)
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="faultlab-gate-"))
+        self.bridge = GateBridge(self.gate, self._socket_dir / "gate")
+        self.runs = 0
+
+    def close(self) -> None:
+        self.gate.release()
+        self.bridge.close()
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+    def run(self, action: str, *, turn: int = 0, fail: str | None = None,
+            armed: bool = False) -> tuple[int | None, bool, str | None]:  # fmt: skip
+        """One child to its exit, or to the kill when `armed` fires: (status,
+        killed, hung message)."""
+        self.runs += 1
+        name = f"run{self.runs}-{action}"
+        argv = [sys.executable, "-m", "faultlab.lab.apps.lgchild", self.scenario_path,
+                "--app", parse_app(self.options.app)[1], "--db", str(self.db),
+                "--ledger", str(self.ledger), "--gate", str(self.bridge.path),
+                "--durability", self.options.durability, "--action", action,
+                "--from-turn", str(turn)] + (["--fail", fail] if fail else [])  # fmt: skip
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p)
+        self.gate.note("app/start", run=self.runs, action=action)
+        process = ContainedProcess.start(argv, cwd=Path.cwd(), env=env, stdin_path=None,
+                                         stdout_path=self.where / f"{name}.stdout",
+                                         stderr_path=self.where / f"{name}.stderr")  # fmt: skip
+        killed, hung, status = False, None, None
+        try:
+            deadline = time.monotonic() + self.options.timeout
+            while True:
+                status = process.wait(_POLL)
+                if status is not None:
+                    break
+                if armed and self.gate.fired.is_set():
+                    process.kill_tree()
+                    self.gate.release()
+                    killed, status = True, process.wait(self.options.timeout)
+                    break
+                if time.monotonic() > deadline:
+                    hung = f"{name} did not finish in {self.options.timeout:g} s"
+                    process.kill_tree()
+                    status = process.wait(self.options.timeout)
+                    break
+        finally:
+            process.close()
+            self.gate.note("app/exit", run=self.runs, status=status, killed=killed)
+        return status, killed, hung
+
+    def persisted(self, name: str) -> PersistedThread:
+        """The thread now, read with the framework's serializer; the raw
+        database and the reading are kept beside the records."""
+        for suffix in ("", "-wal", "-shm"):
+            source = self.db.with_name(self.db.name + suffix)
+            if source.exists():
+                shutil.copyfile(source, self.where / f"{name}.sqlite{suffix}")
+        thread = read_thread(self.db, _THREAD)
+        (self.where / f"{name}.thread.json").write_bytes(
+            orjson.dumps(thread.to_json(), option=orjson.OPT_INDENT_2))
+        return thread
+
+    def tail(self, run: int, action: str) -> str:
+        try:
+            return (self.where / f"run{run}-{action}.stderr").read_text("utf-8", "replace")[-3000:]
+        except FileNotFoundError:
+            return ""
+
+
+def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOptions) -> Reference:
+    """The fault-free run: its boundaries are the kill points of the cases."""
+    where = options.workdir / f"app-reference-{options.durability}" / slug(Path(scenario_path).name)
+    rig = _Rig(scenario_path, options, where, None)
+    try:
+        status, _, hung = rig.run("run")
+    finally:
+        rig.close()
+    records = rig.gate.snapshot()
+    _write(where / "records.jsonl", records)
+    return Reference(
+        scenario=scenario, scenario_path=scenario_path, trace=tuple(records),
+        log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),
+        returncode=-9 if hung else status or 0, log_bytes=b"",
+        stderr=(hung or "") + rig.tail(1, "run"), hung=hung is not None, ground_truth="servers",
+    )  # fmt: skip
+
+
+def plan_app_cases(reference: Reference, options: AppOptions,
+                   faults: Sequence[str] = ("sigkill",)) -> list[Case]:  # fmt: skip
+    """Every boundary occurrence of the fault-free run (every checkpoint
+    write for io-error) with every resume style."""
+    hooked = any(r.get("fact") == "app/hook" for r in reference.trace)
+    styles = [s for s in options.styles if s != "hook" or hooked]
+    cases = []
+    for fault in faults:
+        if fault not in APP_FAULTS:
+            raise LabUsageError(f"fault {fault!r} is not supported with --app "
+                                f"(supported: {', '.join(APP_FAULTS)})")  # fmt: skip
+        for occurrence in dict.fromkeys(reference.occurrences):
+            if occurrence.startswith("invoke/end") and occurrence != reference.occurrences[-1]:
+                continue  # the next turn's first boundary is the same point
+            if fault == "io-error" and (occurrence.partition("#")[0] not in _WRITES):
+                continue
+            for style in styles:
+                cases.append(Case(reference.scenario_path, occurrence,
+                                  f"{fault}/{style}/{options.durability}"))  # fmt: skip
+    return cases
+
+
+def _durable(thread: PersistedThread) -> History:
+    return History(thread.history.messages + thread.pending_history.messages)
+
+
+def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseResult:
+    started = time.monotonic()
+    fault, style, durability = case.fault.split("/")
+    if durability != options.durability:
+        raise LabUsageError(f"{case.id}: planned for durability {durability}, "
+                            f"run with {options.durability}")  # fmt: skip
+    point = parse_kill_point(case.occurrence)
+    where = options.workdir / "app-cases" / slug(case.id)
+    rig = _Rig(case.scenario, options, where, point if fault == "sigkill" else None)
+    artifacts = {"dir": str(where), "records": str(where / "records.jsonl")}
+    verdict: Verdict = "pass"
+    violations: list[Violation] = []
+    try:
+        fail = case.occurrence if fault == "io-error" else None
+        status, killed, hung = rig.run("run", fail=fail, armed=fault == "sigkill")
+        crash = rig.gate.snapshot()
+        reached = fault == "io-error" and any(r.get("fact") == "app/ioerror" for r in crash)
+        if hung:
+            verdict, violations = "hung", [Violation("CHILD_HUNG", hung)]
+        elif not killed and not reached:
+            verdict, violations = "drift", [Violation(
+                "DRIFT", f"the app never reached {case.occurrence} (the fault-free run did); "
+                f"it exited {status}")]  # fmt: skip
+        else:
+            at_kill = rig.persisted("at-kill")
+            turns = [int(r["turn"]) for r in crash if r.get("fact") == "app/turn"]
+            turn = turns[-1] if turns else 0
+            r_status, _, r_hung = rig.run(style, turn=turn)
+            final = rig.persisted("final")
+            records = rig.gate.snapshot()
+            observation = AppObservation(
+                scenario=reference.scenario, crash=tuple(crash),
+                resume=tuple(records[len(crash):]), ledger=read_ledger(rig.ledger),
+                reference_ledger=reference.ledger, durable_at_kill=_durable(at_kill),
+                final=final.history, style=style, resume_status=r_status or 0,
+                resume_stderr=rig.tail(rig.runs, style),
+            )  # fmt: skip
+            violations = check_app(observation)
+            if r_hung:
+                violations.append(Violation("CHILD_HUNG", r_hung))
+            verdict = "fail" if violations else "pass"
+    finally:
+        rig.close()
+        _write(where / "records.jsonl", rig.gate.snapshot())
+    return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
+
+
+def _write(path: Path, records: Sequence[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    option = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
+    path.write_bytes(b"".join(orjson.dumps(r, option=option) for r in records))

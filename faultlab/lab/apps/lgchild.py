@@ -1,0 +1,272 @@
+# The child side of a LangGraph app case (`python -m faultlab.lab.apps.lgchild`):
+# it imports the user's factory, hands it a scripted chat model, the
+# scenario's tools and a reporting proxy around a SqliteSaver, and drives
+# the graph through the case's turns.  Every boundary is reported to the
+# lab's gate over its Unix socket (GateClient); the lab SIGKILLs this
+# process at the armed one.  This module imports langgraph and langchain at
+# import time, so only this child process ever loads them: the lab proper
+# stays importable without the optional extra.
+from __future__ import annotations
+
+import argparse
+import errno
+import importlib
+import sqlite3
+import sys
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Annotated, Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import create_model
+
+from faultlab.lab.read.histories import Call, History, Message, pairing_problems
+from faultlab.lab.servers.gate import GateClient
+from faultlab.lab.servers.ledger import LedgerWriter
+from faultlab.scenario import Scenario, load_scenario
+from faultlab.scenario.model import Step, ToolSpec
+
+__all__ = ["CheckpointProbe", "ScriptedChatModel", "main", "to_history"]
+
+THREAD = "faultlab-case"
+
+
+def to_history(messages: Sequence[Any]) -> History:
+    """LangChain messages as the lab's normalised History."""
+    out: list[Message] = []
+    for m in messages:
+        text = m.content if isinstance(m.content, str) else str(m.content)
+        if isinstance(m, HumanMessage):
+            out.append(Message("user", text))
+        elif isinstance(m, AIMessage):
+            calls = tuple(Call(str(c["id"]), c["name"], dict(c["args"])) for c in m.tool_calls)
+            out.append(Message("assistant", text, calls))
+        elif isinstance(m, ToolMessage):
+            out.append(Message("tool", text, (), m.tool_call_id, m.status == "error"))
+    return History(tuple(out))
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Answers by position in the history: the turn whose user text is the
+    last user message, the step given by the assistant messages since that
+    message was first sent.
+    So a resumed process answers exactly as the killed one would have.  A
+    history a model API would reject (an unanswered call) is rejected."""
+
+    scenario: Any
+    gate: Any
+
+    @property
+    def _llm_type(self) -> str:
+        return "faultlab-scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+        return self  # the script already knows which tools it calls
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None,
+                  **kwargs: Any) -> ChatResult:  # fmt: skip
+        history = to_history(messages)
+        self.gate.reach("model/request", digest=history.digest(), count=len(history.messages))
+        problems = pairing_problems(history)
+        if problems:
+            self.gate.note("model/rejected", problems=problems)
+            raise ValueError(f"400 invalid request: {problems[0]}")
+        answer = self._answer(history)
+        self.gate.reach("model/answered", calls=[c["id"] for c in answer.tool_calls])
+        return ChatResult(generations=[ChatGeneration(message=answer)])
+
+    def _answer(self, history: History) -> AIMessage:
+        scenario: Scenario = self.scenario
+        users = [i for i, m in enumerate(history.messages) if m.role == "user"]
+        text = history.messages[users[-1]].text if users else ""
+        turn = next((i for i, t in enumerate(scenario.turns) if t.user == text), 0)
+        # From the first time this turn's message was sent: a user who sends
+        # it again continues the turn, as a real model reading the thread would.
+        first = next((i for i in users if history.messages[i].text == text), -1)
+        step = sum(1 for m in history.messages[first + 1:] if m.role == "assistant")
+        steps = scenario.turns[turn].steps
+        if step >= len(steps):
+            return AIMessage(content="Done.")
+        spec: Step = steps[step]
+        calls = [{"name": c.tool, "args": dict(c.arguments), "id": f"call_{turn}_{step}_{i}",
+                  "type": "tool_call"} for i, c in enumerate(spec.tool_calls)]  # fmt: skip
+        return AIMessage(content="".join(spec.chunks), tool_calls=calls)
+
+
+def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWriter) -> BaseTool:
+    names = {k for t in scenario.turns for s in t.steps for c in s.tool_calls
+             if c.tool == spec.name for k in c.arguments}  # fmt: skip
+    fields: dict[str, Any] = {name: (Any, None) for name in sorted(names)}
+    fields["tool_call_id"] = (Annotated[str, InjectedToolCallId], ...)
+    schema = create_model(f"{spec.name}_args", **fields)
+
+    def body(tool_call_id: str, **arguments: Any) -> str:
+        gate.reach("tool/started", callId=tool_call_id, tool=spec.name)
+        arguments = {k: v for k, v in arguments.items() if v is not None}
+        if spec.effect == "ledger":
+            key = tool_call_id if spec.accepts_idempotency_key else None
+            ledger.apply(call_id=tool_call_id, tool=spec.name, arguments=arguments, key=key)
+            gate.reach("tool/effect", callId=tool_call_id, tool=spec.name)
+        gate.reach("tool/returned", callId=tool_call_id, tool=spec.name)
+        if spec.fails:
+            raise ValueError(spec.result or f"{spec.name} failed")
+        return spec.result or "ok"
+
+    return StructuredTool.from_function(func=body, name=spec.name, args_schema=schema,
+                                        description=f"the scenario's {spec.name} tool")  # fmt: skip
+
+
+def _calls_in(values: Any) -> tuple[list[str], list[str]]:
+    """Tool call ids asked and answered by the messages in `values`."""
+    asked: list[str] = []
+    answered: list[str] = []
+    items = values if isinstance(values, list) else [values]
+    for m in items:
+        if isinstance(m, AIMessage):
+            asked.extend(str(c["id"]) for c in m.tool_calls)
+        elif isinstance(m, ToolMessage):
+            answered.append(m.tool_call_id)
+    return asked, answered
+
+
+class CheckpointProbe(BaseCheckpointSaver[str]):
+    """Wraps the app's saver: reports each write started and completed (with
+    the tool calls it makes durable) and fails the armed one with EIO."""
+
+    def __init__(self, inner: SqliteSaver, gate: GateClient, fail: str | None) -> None:
+        super().__init__(serde=inner.serde)
+        self.inner, self.gate, self.fail = inner, gate, fail
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def _start(self, boundary: str, **detail: Any) -> None:
+        with self._lock:
+            self._counts[boundary] += 1
+            n = self._counts[boundary]
+        self.gate.reach(boundary, **detail)
+        if self.fail == f"{boundary}#{n}":
+            self.gate.note("app/ioerror", at=f"{boundary}#{n}")
+            raise OSError(errno.EIO, "faultlab: injected I/O error")
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.inner.get_tuple(config)
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None,
+             limit: int | None = None) -> Iterator[CheckpointTuple]:  # fmt: skip
+        return self.inner.list(config, filter=filter, before=before, limit=limit)
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:  # fmt: skip
+        asked, answered = _calls_in(checkpoint["channel_values"].get("messages", []))
+        self._start("checkpoint/put", asked=asked, answered=answered)
+        saved = self.inner.put(config, checkpoint, metadata, new_versions)
+        self.gate.reach("checkpoint/put-done", asked=asked, answered=answered)
+        return saved
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                   task_id: str, task_path: str = "") -> None:  # fmt: skip
+        asked: list[str] = []
+        answered: list[str] = []
+        for channel, value in writes:
+            if channel == "messages":
+                a, b = _calls_in(value)
+                asked += a
+                answered += b
+        self._start("checkpoint/writes", asked=asked, answered=answered)
+        self.inner.put_writes(config, writes, task_id, task_path)
+        self.gate.reach("checkpoint/writes-done", asked=asked, answered=answered)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.inner.delete_thread(thread_id)
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        return self.inner.get_next_version(current, channel)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None,
+                    limit: int | None = None) -> AsyncIterator[CheckpointTuple]:  # fmt: skip
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
+                   metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:  # fmt: skip
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                          task_id: str, task_path: str = "") -> None:  # fmt: skip
+        self.put_writes(config, writes, task_id, task_path)
+
+
+def _factory(spec: str) -> tuple[Any, Any]:
+    module_name, _, name = spec.rpartition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, name), getattr(module, "before_resume", None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="faultlab.lab.apps.lgchild")
+    parser.add_argument("scenario")
+    parser.add_argument("--app", required=True, help="MODULE:FACTORY")
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--ledger", required=True)
+    parser.add_argument("--gate", default=None)
+    parser.add_argument("--durability", choices=("exit", "async", "sync"), default="async")
+    parser.add_argument("--action", choices=("run", "resume", "resend", "hook"), default="run")
+    parser.add_argument("--from-turn", type=int, default=0)
+    parser.add_argument("--fail", default=None, help="a checkpoint write to fail, BOUNDARY#N")
+    args = parser.parse_args(argv)
+    scenario = load_scenario(args.scenario)
+    gate = GateClient(args.gate)
+    ledger = LedgerWriter(args.ledger)
+    factory, before_resume = _factory(args.app)
+    if before_resume is not None:
+        gate.note("app/hook")  # the lab plans the `hook` resume style only then
+    saver = SqliteSaver(sqlite3.connect(args.db, check_same_thread=False))
+    checkpointer = CheckpointProbe(saver, gate, args.fail)
+    model = ScriptedChatModel(scenario=scenario, gate=gate)
+    tools = [_tool(t, scenario, gate, ledger) for t in scenario.tools]
+    graph = factory(model=model, tools=tools, checkpointer=checkpointer)
+    config: RunnableConfig = {"configurable": {"thread_id": THREAD}}
+    first = args.from_turn
+    if args.action != "run":
+        gate.note("app/resume", style=args.action, turn=first)
+        if args.action == "hook" and before_resume is not None:
+            before_resume(graph, config)
+        if args.action == "resend" or graph.get_state(config).created_at is None:
+            # Nothing durable to resume from (or the user's own way): send again.
+            graph.invoke({"messages": [HumanMessage(scenario.turns[first].user)]}, config,
+                         durability=args.durability)  # fmt: skip
+        else:
+            graph.invoke(None, config, durability=args.durability)
+        gate.reach("invoke/end", turn=first)
+        first += 1
+    for turn in range(first, len(scenario.turns)):
+        gate.note("app/turn", turn=turn)
+        graph.invoke({"messages": [HumanMessage(scenario.turns[turn].user)]}, config,
+                     durability=args.durability)  # fmt: skip
+        gate.reach("invoke/end", turn=turn)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+# Exploration of a framework app (`--app langgraph:MODULE:FACTORY`): the same
+# worker pool, case order and interruption path as `explore`, with the app
+# drive of faultlab/lab/apps/; `--compare durability=...` runs it once per
+# durability mode and `app_matrix` puts the codes side by side.
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from faultlab.lab.apps.drive import (
+    APP_FAULTS,
+    DURABILITIES,
+    AppOptions,
+    plan_app_cases,
+    run_app_case,
+    run_app_reference,
+)
+from faultlab.lab.campaigns.explore import (
+    COVERAGE,
+    ExploreResult,
+    Progress,
+    Shard,
+    coverage_result,
+    reference_failed,
+    run_exploration,
+)
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.reference import Reference
+from faultlab.lab.process.tree import close_all
+from faultlab.scenario import Scenario
+
+__all__ = ["app_matrix", "explore_app", "parse_app_faults", "parse_compare"]
+
+
+def parse_app_faults(faults: Sequence[str]) -> tuple[str, ...]:
+    """`all` is every app fault; any other name must be one."""
+    names = [n for name in faults for n in (APP_FAULTS if name == "all" else (name,))]
+    for name in names:
+        if name not in APP_FAULTS:
+            raise LabUsageError(f"fault {name!r} is not supported with --app "
+                                f"(supported: {', '.join(APP_FAULTS)})")  # fmt: skip
+    return tuple(f for f in APP_FAULTS if f in names)
+
+
+def parse_compare(text: str | None) -> tuple[str, ...]:
+    """`durability=exit,async,sync` -> the modes; None -> ("async",), the
+    framework's default."""
+    if text is None:
+        return ("async",)
+    key, _, values = text.partition("=")
+    modes = tuple(v.strip() for v in values.split(",") if v.strip())
+    if key.strip() != "durability" or not modes:
+        raise LabUsageError(f"--compare {text}: expected durability=MODE,... "
+                            f"(modes: {', '.join(DURABILITIES)})")  # fmt: skip
+    for mode in modes:
+        if mode not in DURABILITIES:
+            raise LabUsageError(f"--compare: unknown durability {mode!r} "
+                                f"(modes: {', '.join(DURABILITIES)})")  # fmt: skip
+    return modes
+
+
+def _run(case: Case, reference: Reference, options: AppOptions) -> CaseResult:
+    if case.occurrence == COVERAGE:
+        return coverage_result(case, dataclasses.replace(
+            reference, scenario=dataclasses.replace(reference.scenario, boundaries=())))
+    if reference.returncode != 0:
+        return reference_failed(case, reference)
+    return run_app_case(case, reference, options)
+
+
+def explore_app(
+    scenarios: Sequence[tuple[str, Scenario]], *, app: str, workdir: Path,
+    durability: str = "async", jobs: int = 1, shard: Shard | None = None,
+    faults: Sequence[str] = ("sigkill",), styles: Sequence[str] = ("resume", "resend", "hook"),
+    timeout: float = 60.0, progress: Progress | None = None,
+) -> ExploreResult:  # fmt: skip
+    """Every case of `app` on `scenarios` in one durability mode."""
+    if jobs < 1:
+        raise LabUsageError(f"jobs must be at least 1, not {jobs}")
+    options = AppOptions(app, workdir / durability, durability, tuple(styles), timeout)
+    wanted = parse_app_faults(faults)
+
+    def plan(reference: Reference) -> list[Case]:
+        coverage = Case(reference.scenario_path, COVERAGE, f"reference/{durability}")
+        if reference.returncode != 0:
+            return [coverage]
+        return [coverage, *plan_app_cases(reference, options, wanted)]
+
+    return run_exploration(
+        scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-app",
+        reference=lambda path, scenario: run_app_reference(path, scenario, options),
+        plan=plan, run=lambda case, reference: _run(case, reference, options), kill=close_all,
+    )  # fmt: skip
+
+
+def app_matrix(results: dict[str, ExploreResult]) -> list[str]:
+    """One line per case (scenario, point, fault and resume style), one
+    column per durability mode: its codes, `ok`, or its verdict."""
+    modes = list(results)
+    cells: dict[tuple[str, str, str], dict[str, str]] = {}
+    for mode, result in results.items():
+        for r in result.results:
+            if r.case.occurrence == COVERAGE:
+                continue
+            fault, style, _ = r.case.fault.split("/")
+            key = (Path(r.case.scenario).name, r.case.occurrence, f"{fault}/{style}")
+            text = ",".join(r.codes) if r.verdict == "fail" else (
+                "ok" if r.passed else r.verdict)  # fmt: skip
+            cells.setdefault(key, {})[mode] = text
+    # Occurrence numbers count per run: checkpoint/put#2 of `exit` is not the
+    # same point as that of `sync`; the model and tool boundaries line up.
+    width = max([len(f"{k[0]} {k[1]} [{k[2]}]") for k in cells] + [4])
+    columns = {m: max([len(row.get(m, "-")) for row in cells.values()] + [len(m)])
+               for m in modes}  # fmt: skip
+    lines = [(f"{'case':{width}}  " + "  ".join(f"{m:{columns[m]}}" for m in modes)).rstrip()]
+    for key, row in cells.items():
+        name = f"{key[0]} {key[1]} [{key[2]}]"
+        cells_text = "  ".join(f"{row.get(m, '-'):{columns[m]}}" for m in modes)
+        lines.append(f"{name:{width}}  {cells_text}".rstrip())
+    return lines

@@ -1,0 +1,117 @@
+# The oracle of framework app cases (`--app`): what the gate saw the app's
+# model, tools and checkpointer do, the world ledger, and the thread as the
+# framework persisted it (at the kill and after the recovery), checked with
+# the codes that mean the same for the reference runtime, plus one of their
+# own: a call whose outcome was unknown run again without asking.
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.read.histories import History, classify_result, pairing_problems
+from faultlab.scenario import Scenario
+
+__all__ = ["AppObservation", "check_app"]
+
+
+@dataclass(frozen=True, slots=True)
+class AppObservation:
+    """One case: `crash` and `resume` are the gate's records of the crashed
+    process and of the recovery; `durable_at_kill` the persisted thread's
+    messages at the kill (its pending writes' messages appended);
+    `final` the persisted messages after the recovery; `style` how the
+    app resumed (resume, resend, hook)."""
+
+    scenario: Scenario
+    crash: tuple[dict[str, Any], ...]
+    resume: tuple[dict[str, Any], ...]
+    ledger: tuple[dict[str, Any], ...]
+    reference_ledger: tuple[dict[str, Any], ...]
+    durable_at_kill: History
+    final: History
+    style: str
+    resume_status: int
+    resume_stderr: str = ""
+
+
+def _started(records: Sequence[dict[str, Any]]) -> list[str]:
+    return [str(r["callId"]) for r in records if r.get("boundary") == "tool/started"]
+
+
+def check_app(o: AppObservation) -> list[Violation]:
+    tools = {t.name: t for t in o.scenario.tools}
+    risky = {n for n, t in tools.items() if not t.read_only and not t.idempotent}
+    out: list[Violation] = []
+    tool_of = {str(r["callId"]): str(r.get("tool")) for r in (*o.crash, *o.resume)
+               if r.get("boundary") == "tool/started"}  # fmt: skip
+    durable_calls = {c.id for c in o.durable_at_kill.calls()}
+    durable_results = o.durable_at_kill.results()
+    started = _started(o.crash)
+    for call in dict.fromkeys(started):
+        if tool_of.get(call) in risky and call not in durable_calls:
+            out.append(Violation("TOOL_INTENT_LOST",
+                                 f"{call} ({tool_of[call]}) started, but no durable checkpoint "
+                                 "or pending write held the call when the process died",
+                                 {"callId": call}))  # fmt: skip
+    unknown = [c for c in dict.fromkeys(started)
+               if c not in durable_results and tool_of.get(c) in risky]  # fmt: skip
+    again = set(_started(o.resume))
+    for call in unknown:
+        if call in again:
+            out.append(Violation("UNKNOWN_OUTCOME_RERUN",
+                                 f"{call} ({tool_of[call]}) may have run before the kill, and the "
+                                 "resumed app ran it again without telling the model",
+                                 {"callId": call}))  # fmt: skip
+    expected = Counter(str(r.get("tool")) for r in o.reference_ledger)
+    applied = Counter(str(r.get("tool")) for r in o.ledger)
+    for tool in sorted(risky):
+        if applied[tool] > expected[tool]:
+            out.append(Violation("SIDE_EFFECT_DUPLICATED",
+                                 f"{tool} applied {applied[tool]} times; the fault-free run "
+                                 f"applied it {expected[tool]} times", {"tool": tool}))  # fmt: skip
+    rejected = [r for r in o.resume if r.get("fact") == "model/rejected"]
+    problems = pairing_problems(o.final)
+    if rejected or problems:
+        why = rejected[0]["problems"][0] if rejected else problems[0]
+        out.append(Violation("PROVIDER_INVALID_HISTORY",
+                             f"the resumed thread breaks the model APIs' pairing rules: {why}"
+                             + (f" (the model rejected {len(rejected)} request(s))"
+                                if rejected else ""), {"rejected": len(rejected)}))  # fmt: skip
+    if o.style == "hook":
+        out.extend(_classification(o, set(started)))
+    failed = next((i for i, r in enumerate(o.crash) if r.get("fact") == "app/ioerror"), None)
+    if failed is not None:
+        after = [r for r in o.crash[failed + 1:]
+                 if r.get("boundary") in ("model/request", "tool/started")]  # fmt: skip
+        if after:
+            out.append(Violation("DISPATCH_AFTER_FAILED_CHECKPOINT",
+                                 f"{o.crash[failed].get('at')} failed, and the app went on to "
+                                 f"{after[0]['boundary']}", {"at": o.crash[failed].get("at")}))
+    if o.resume_status != 0 and not rejected and not out:
+        out.append(Violation("RESUME_FAILED", f"the recovery exited {o.resume_status}: "
+                             f"{o.resume_stderr.strip().splitlines()[-1:]}"))  # fmt: skip
+    return out
+
+
+def _classification(o: AppObservation, started: set[str]) -> list[Violation]:
+    """G3 for an app that installs a repair: each call left unanswered at the
+    kill is answered first by the repair, with 'unknown' when its body had
+    started (ground truth: the gate) and never with 'not started' then."""
+    out: list[Violation] = []
+    answered = o.durable_at_kill.results()
+    final = o.final.results()
+    for call in o.durable_at_kill.calls():
+        if call.id in answered:
+            continue
+        found = classify_result(final.get(call.id))
+        want = ("unknown",) if call.id in started else ("not-started", "unknown")
+        if found not in want:
+            out.append(Violation("REPAIR_MISCLASSIFIED",
+                                 f"{call.id} ({call.name}) was answered as {found or 'nothing'}; "
+                                 f"its body {'had' if call.id in started else 'had not'} started, "
+                                 f"so the answer must be {' or '.join(want)}",
+                                 {"callId": call.id, "found": found}))  # fmt: skip
+    return out

@@ -40,7 +40,10 @@ def tag() -> Iterator[str]:
     yield value
     deadline = time.monotonic() + WITHIN
     while (left := leftovers(value)) and time.monotonic() < deadline:
-        for proc in left:
+        for proc in left:  # a group stop first: a fork chain outruns one pid at a time
+            with contextlib.suppress(OSError, psutil.Error):
+                if os.getpgid(proc.pid) != os.getpgrp():
+                    os.killpg(os.getpgid(proc.pid), signal.SIGSTOP)
             with contextlib.suppress(psutil.Error):
                 proc.suspend()
         for proc in left:

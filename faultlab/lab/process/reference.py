@@ -252,7 +252,7 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         cwd = str(session.parent) if options.target.reference else None
         child = Child(
             traced_argv(argv, where / "strace.txt", strace), stderr_path=where / "run.stderr",
-            env={ENV_TRACED: "1"}, cwd=cwd,
+            env={ENV_TRACED: "1"}, cwd=cwd, wrapper=True,
         )  # fmt: skip
     hung = False
     try:

@@ -16,7 +16,16 @@ import click
 import orjson
 
 from faultlab.cli import options as opt
-from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
+from faultlab.cli.output import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_VIOLATIONS,
+    UserError,
+    emit_json,
+    guarded,
+    held_signals,
+    say,
+)
 
 if TYPE_CHECKING:
     from faultlab.lab import CaseResult, ExploreResult, Shard
@@ -179,6 +188,8 @@ def explore(
     lab.check_drive(drive, backend=backend)
     fault_names = lab.parse_faults(faults, drive=drive)
     loaded = lab.load_scenarios(paths)
+    if not no_report:
+        lab.check_report_dir(report_dir)
     say(
         f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
         + (", driven over ACP" if drive == "acp" else "")
@@ -187,29 +198,25 @@ def explore(
     if "double-sigkill" in fault_names:
         say("planning double-sigkill cases first: one fault-free recovery per first kill point")
     with lab.workdir() as work:
-        result = lab.explore_scenarios(
-            loaded,
-            policy=policy,
-            target=target,
-            jobs=jobs,
-            shard=shard,
-            timeout=timeout,
-            workdir=work,
-            progress=_Progress(),
-            spawn=spawn,
-            faults=fault_names,
-            backend=backend,
-            drive=drive,
-            max_double=max_double_cases,
-            plan_progress=_PlanProgress(),
-        )
-        report = None
-        if not no_report:
-            info = lab.RunInfo(
-                lab.new_run_id(), tuple(sys.argv), made.command if target else None, policy,
-                timeout, spawn, backend, drive,
+        try:
+            result = lab.explore_scenarios(
+                loaded, policy=policy, target=target, jobs=jobs, shard=shard,
+                timeout=timeout, workdir=work, progress=_Progress(), spawn=spawn,
+                faults=fault_names, backend=backend, drive=drive, max_double=max_double_cases,
+                plan_progress=_PlanProgress(),
             )  # fmt: skip
-            report = lab.write_report(result, info, report_dir)
+        except lab.Interrupted as stop:
+            result = stop.partial
+        report = None
+        with held_signals():  # an interrupted run's report is written whole
+            if not no_report:
+                info = lab.RunInfo(
+                    lab.new_run_id(), tuple(sys.argv), made.command if target else None,
+                    policy, timeout, spawn, backend, drive,
+                )  # fmt: skip
+                report = lab.write_report(result, info, report_dir)
+    if not result.complete:
+        return _say_interrupted(result, report)
     _print_summary(result, report)
     if not result.results:
         say("faultlab: nothing was checked (no cases): that is a failure, not a pass")
@@ -231,6 +238,16 @@ def explore(
             }
         )
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+def _say_interrupted(result: ExploreResult, report: Path | None) -> int:
+    """An interrupted exploration's one summary line (like pytest's on ^C)."""
+    failed = sum(1 for r in result.results if r.failed)
+    say(f"faultlab: interrupted after {len(result.results)} of {result.planned} case(s), "
+        f"{failed} failed; every child process was killed")  # fmt: skip
+    if report is not None:
+        say(f"report (incomplete): {report}")
+    return EXIT_INTERRUPTED
 
 
 def _say_records(path: Path) -> None:
@@ -392,6 +409,12 @@ def boundaries(
             spawn=spawn,
             backend=backend,
         )
+    if reference.bad_reports:
+        say(f"faultlab: BAD_PROBE_REPORT: the target's probe report broke the protocol: "
+            f"{reference.bad_reports[0]}")  # fmt: skip
+        if as_json:
+            emit_json({"occurrences": [], "error": reference.bad_reports[0]})
+        return EXIT_VIOLATIONS
     if reference.returncode != 0:
         say(f"faultlab: the fault-free run exited with status {reference.returncode}:")
         say(reference.stderr.rstrip())

@@ -1,13 +1,14 @@
 # Exploration: every boundary occurrence of every scenario, as found by each
 # scenario's reference run, killed with SIGKILL.  Owns the stable case order,
 # sharding, the worker pool and the interruption path (no child outlives an
-# interrupted exploration).
+# interrupted exploration, and the cases it finished are handed back as an
+# incomplete result: `Interrupted`).
 from __future__ import annotations
 
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import check_coverage
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
-from faultlab.lab.process.spawn import kill_all
+from faultlab.lab.process.spawn import allow_children, kill_all
 from faultlab.lab.read.stores import store_for
 from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import Scenario, load_scenario
@@ -35,6 +36,7 @@ __all__ = [
     "COVERAGE",
     "ExploreResult",
     "FaultTally",
+    "Interrupted",
     "Shard",
     "coverage_result",
     "explore",
@@ -86,6 +88,9 @@ class ExploreResult:
     references: tuple[Reference, ...]
     seconds: float
     shard: Shard | None = None
+    # False: interrupted; `results` are the cases finished by then, of `planned`.
+    complete: bool = True
+    planned: int | None = None  # cases planned (None: as many as `results`)
 
     @property
     def passed(self) -> bool:
@@ -113,6 +118,15 @@ class ExploreResult:
         """Crash cases per fault (coverage checks apart): how many ran, how many
         could not run on the backend.  A fault that ran none checked nothing."""
         return fault_tally(self.results)
+
+
+class Interrupted(KeyboardInterrupt):
+    """An exploration stopped by SIGINT or SIGTERM: `partial` holds the
+    cases it finished (marked incomplete); every child was killed."""
+
+    def __init__(self, partial: ExploreResult) -> None:
+        super().__init__("interrupted")
+        self.partial = partial
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +215,11 @@ def _planned_from_reference(faults: Sequence[str]) -> list[str]:
 
 
 def reference_failed(case: Case, reference: Reference) -> CaseResult:
+    if reference.bad_reports:
+        message = (f"the target's probe report broke the protocol: {reference.bad_reports[0]}"
+                   " (docs/probe-protocol.md)")  # fmt: skip
+        evidence = {"problems": list(reference.bad_reports)}
+        return CaseResult(case, "error", (Violation("BAD_PROBE_REPORT", message, evidence),))
     if reference.hung:
         message = f"the fault-free run {reference.stderr}"
         return CaseResult(case, "hung", (Violation("CHILD_HUNG", message),))
@@ -384,7 +403,11 @@ def run_exploration(
     runs, then the planned cases (of shard `shard`) `jobs` at a time, results in
     case order; interrupted or broken, `kill` leaves no child behind."""
     started = time.monotonic()
+    allow_children()
     executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix=threads)
+    references: list[Reference] = []
+    cases: list[Case] = []
+    futures: list[Future[CaseResult]] = []
     try:
         references = list(executor.map(lambda item: reference(*item), scenarios))
         by_path = {ref.scenario_path: ref for ref in references}
@@ -404,10 +427,26 @@ def run_exploration(
             results.append(result)
             if progress is not None:
                 progress(result, done, len(futures))
+    except KeyboardInterrupt as stop:
+        # Interrupted (Ctrl-C, SIGTERM): what finished before the signal is
+        # kept; then no new child starts, every live one is killed, and the
+        # workers are waited for (they end at once), so nothing writes into
+        # the scratch space after this returns.
+        finished = tuple(f.result() for f in futures if f.done() and _succeeded(f))
+        executor.shutdown(wait=False, cancel_futures=True)
+        kill()
+        executor.shutdown(wait=True)
+        partial = ExploreResult(finished, tuple(references), time.monotonic() - started, shard,
+                                complete=False, planned=len(cases))  # fmt: skip
+        raise Interrupted(partial) from stop
     except BaseException:
-        # Interrupted (Ctrl-C, SIGTERM) or broken: no child may outlive us.
+        # Broken: no child may outlive us.
         executor.shutdown(wait=False, cancel_futures=True)
         kill()
         raise
     executor.shutdown(wait=True)
     return ExploreResult(tuple(results), tuple(references), time.monotonic() - started, shard)
+
+
+def _succeeded(future: Future[CaseResult]) -> bool:
+    return not future.cancelled() and future.exception() is None

@@ -19,6 +19,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ __all__ = [
     "Child",
     "ChildExit",
     "ChildHung",
+    "allow_children",
     "bound_output",
     "kill_all",
     "report_problem",
@@ -122,10 +124,20 @@ class _Contained:
         return code
 
 
+_STOPPING = threading.Event()  # set by kill_all: no new child may start
+
+
 def kill_all() -> None:
-    """SIGKILL every live child's process group (on interrupt of the lab)."""
+    """SIGKILL every live child's process group (on interrupt of the lab);
+    from now on until `allow_children`, starting a child raises ChildHung."""
+    _STOPPING.set()
     for child in list(_LIVE):
         child.kill()
+
+
+def allow_children() -> None:
+    """Children may start again (a new run of the lab)."""
+    _STOPPING.clear()
 
 
 class ChildHung(Exception):
@@ -189,6 +201,8 @@ class Child:
     _poll: select.poll | None = None  # one per child: the trace is read in many short waits
 
     def start(self) -> None:
+        if _STOPPING.is_set():
+            raise ChildHung("the lab is stopping (interrupted): no new child starts")
         report_r, report_w = os.pipe()
         reply_r, reply_w = os.pipe()
         probe_env = {ENV_FDS: f"{report_w},{reply_r}"}

@@ -243,8 +243,12 @@ def explore(
 def _say_interrupted(result: ExploreResult, report: Path | None) -> int:
     """An interrupted exploration's one summary line (like pytest's on ^C)."""
     failed = sum(1 for r in result.results if r.failed)
-    say(f"faultlab: interrupted after {len(result.results)} of {result.planned} case(s), "
-        f"{failed} failed; every child process was killed")  # fmt: skip
+    if result.planned:
+        say(f"faultlab: interrupted after {len(result.results)} of {result.planned} case(s), "
+            f"{failed} failed; every child process was killed")  # fmt: skip
+    else:
+        say("faultlab: interrupted during the fault-free runs, before any case; every child "
+            "process was killed")  # fmt: skip
     if report is not None:
         say(f"report (incomplete): {report}")
     return EXIT_INTERRUPTED

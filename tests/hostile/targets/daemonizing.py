@@ -1,16 +1,17 @@
-# A hostile protocol target: before it becomes the reference runtime (exec,
-# so it still speaks the probe protocol and writes a real log) it leaves a
-# grandchild behind, daemonized in the way HOSTILE_MODE names, the ways real
-# programs do it:
+# A hostile protocol target, called as `daemonizing.py MODE MARKER ARGS...`
+# (the lab gives a target a trimmed environment, so both come on the command
+# line; the daemon keeps it, so MARKER finds it): before it becomes the
+# reference runtime on ARGS (exec, so it still speaks the probe protocol and
+# writes a real log) it leaves a grandchild behind, daemonized in the way
+# MODE names, the ways real programs do it:
 #   setsid      fork, the child calls setsid and sleeps
 #   double      fork, the child forks again and exits (the grandchild is an orphan)
 #   group       fork, the child moves to a process group of its own
 #   immune      as setsid, and the daemon ignores SIGTERM and SIGHUP
 #   pipe        fork, the child keeps the probe pipes open (and never closes them)
-#   noisy       writes HOSTILE_BYTES bytes to stdout, then runs normally
+#   noisy       writes 5 MB to stdout, then runs normally
 # Every daemon but `pipe`'s closes all its fds, so only the lab's process
-# tree containment can find it.  It inherits the environment, so the
-# hostile tests' marker finds it.
+# tree containment can find it.
 from __future__ import annotations
 
 import os
@@ -48,14 +49,14 @@ def _daemonize(mode: str) -> None:
 
 
 def main() -> None:
-    mode = os.environ.get("HOSTILE_MODE", "setsid")
+    mode = sys.argv[1]
     if mode == "noisy":
-        chunk = b"x" * 65536 + b"\n"
-        for _ in range(int(os.environ.get("HOSTILE_BYTES", "5000000")) // len(chunk)):
+        chunk = b"x" * 65535 + b"\n"
+        for _ in range(5_000_000 // len(chunk)):
             os.write(1, chunk)
     else:
         _daemonize(mode)
-    os.execv(sys.executable, [sys.executable, "-m", "faultlab.runtime", *sys.argv[1:]])
+    os.execv(sys.executable, [sys.executable, "-m", "faultlab.runtime", *sys.argv[3:]])
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #   double      fork, the child forks again and exits (the grandchild is an orphan)
 #   group       fork, the child moves to a process group of its own
 #   immune      as setsid, and the daemon ignores SIGTERM and SIGHUP
+#   all         each of the four above, at once
 #   pipe        fork, the child keeps the probe pipes open (and never closes them)
 #   noisy       writes 5 MB to stdout, then runs normally
 # Every daemon but `pipe`'s closes all its fds, so only the lab's process
@@ -55,7 +56,8 @@ def main() -> None:
         for _ in range(5_000_000 // len(chunk)):
             os.write(1, chunk)
     else:
-        _daemonize(mode)
+        for each in ("setsid", "double", "group", "immune") if mode == "all" else (mode,):
+            _daemonize(each)
     os.execv(sys.executable, [sys.executable, "-m", "faultlab.runtime", *sys.argv[3:]])
 
 

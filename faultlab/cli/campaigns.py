@@ -14,7 +14,15 @@ import orjson
 
 from faultlab.cli import options as opt
 from faultlab.cli.cases import fault_line
-from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, emit_json, guarded, say
+from faultlab.cli.output import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_VIOLATIONS,
+    emit_json,
+    guarded,
+    held_signals,
+    say,
+)
 
 if TYPE_CHECKING:
     from faultlab.lab import SelftestRow, Shard
@@ -166,16 +174,27 @@ def fuzz(
         f"fuzzing the {made.label}: {examples} example(s), seed {campaign_seed}, "
         f"{jobs} job(s)" + (f", shard {shard}" if shard else "")
     )
+    lab.check_report_dir(report_dir)
     with lab.workdir() as work:
-        result = lab.fuzz_campaign(
-            policy=policy, target=target, examples=examples, seed=campaign_seed,
-            faults=fault_names, jobs=jobs, shard=shard, check_determinism=check_determinism,
-            timeout=timeout, workdir=work, database=report_dir / "fuzz-db", spawn=spawn,
-            stream_size=stream_size, progress=_FuzzProgress(),
-        )  # fmt: skip
+        try:
+            result = lab.fuzz_campaign(
+                policy=policy, target=target, examples=examples, seed=campaign_seed,
+                faults=fault_names, jobs=jobs, shard=shard, check_determinism=check_determinism,
+                timeout=timeout, workdir=work, database=report_dir / "fuzz-db", spawn=spawn,
+                stream_size=stream_size, progress=_FuzzProgress(),
+            )  # fmt: skip
+        except lab.FuzzInterrupted as stop:
+            result = stop.partial
         info = lab.RunInfo(lab.new_run_id(), tuple(sys.argv), made.command if target else None,
                            policy, timeout, spawn)  # fmt: skip
-        report = lab.write_fuzz_report(result, info, report_dir)
+        with held_signals():  # an interrupted campaign's report is written whole
+            report = lab.write_fuzz_report(result, info, report_dir)
+    if not result.complete:
+        failed = len(result.findings)
+        say(f"faultlab: interrupted after {len(result.examples)} of {examples} example(s), "
+            f"{failed} failing; every child process was killed")  # fmt: skip
+        say(f"report (incomplete): {report}")
+        return EXIT_INTERRUPTED
     summary = orjson.loads((report / "summary.json").read_bytes())
     tally = ", ".join(f"{n} {v}" for v, n in sorted(summary["counts"].items()))
     verdict = "all guarantees held" if result.passed else "violations found"

@@ -42,7 +42,12 @@ if TYPE_CHECKING:
         fault_tally,
         parse_shard,
     )
-    from faultlab.lab.campaigns.fuzz import FuzzResult, FuzzSettings, fuzz_campaign
+    from faultlab.lab.campaigns.fuzz import (
+        FuzzInterrupted,
+        FuzzResult,
+        FuzzSettings,
+        fuzz_campaign,
+    )
     from faultlab.lab.campaigns.pytest_glue import (
         CrashLab,
         PluginOptions,
@@ -93,6 +98,7 @@ __all__ = [
     "CrashLab",
     "ExploreResult",
     "FaultTally",
+    "FuzzInterrupted",
     "FuzzResult",
     "FuzzSettings",
     "Inspection",
@@ -219,6 +225,7 @@ _ON_USE = {
     "write_report": "faultlab.lab.report",
     "write_selftest_report": "faultlab.lab.report",
     "FuzzResult": "faultlab.lab.campaigns.fuzz",
+    "FuzzInterrupted": "faultlab.lab.campaigns.fuzz",
     "FuzzSettings": "faultlab.lab.campaigns.fuzz",
     "fuzz_campaign": "faultlab.lab.campaigns.fuzz",
     "write_fuzz_report": "faultlab.lab.report.fuzz",

@@ -27,7 +27,7 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import check_coverage
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
-from faultlab.lab.process.spawn import allow_children, kill_all
+from faultlab.lab.process.spawn import allow_children, kill_all, stop_children
 from faultlab.lab.read.stores import store_for
 from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import Scenario, load_scenario
@@ -403,7 +403,6 @@ def run_exploration(
     runs, then the planned cases (of shard `shard`) `jobs` at a time, results in
     case order; interrupted or broken, `kill` leaves no child behind."""
     started = time.monotonic()
-    allow_children()
     executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix=threads)
     references: list[Reference] = []
     cases: list[Case] = []
@@ -434,8 +433,12 @@ def run_exploration(
         # the scratch space after this returns.
         finished = tuple(f.result() for f in futures if f.done() and _succeeded(f))
         executor.shutdown(wait=False, cancel_futures=True)
+        stop_children()
         kill()
-        executor.shutdown(wait=True)
+        try:
+            executor.shutdown(wait=True)
+        finally:
+            allow_children()
         partial = ExploreResult(finished, tuple(references), time.monotonic() - started, shard,
                                 complete=False, planned=len(cases))  # fmt: skip
         raise Interrupted(partial) from stop

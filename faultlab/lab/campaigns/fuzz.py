@@ -35,7 +35,7 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions
-from faultlab.lab.process.spawn import allow_children, kill_all
+from faultlab.lab.process.spawn import allow_children, kill_all, stop_children
 from faultlab.probe import FAULTS
 from faultlab.scenario import POLICIES
 
@@ -336,7 +336,6 @@ def fuzz(
     """Run a campaign (or its shard) on `options.target`."""
     options = options.for_jobs(fuzz_settings.jobs)
     started = time.monotonic()
-    allow_children()
     planned = shard_streams(fuzz_settings.examples, fuzz_settings.stream_size, fuzz_settings.shard)
     campaign = _Campaign(sum(count for _, count in planned), progress)
     runs = DryRuns(dataclasses.replace(options, workdir=options.workdir / "dry"))
@@ -351,8 +350,11 @@ def fuzz(
     except KeyboardInterrupt as stop:
         campaign.interrupted = True  # running streams stop at their next example
         executor.shutdown(wait=False, cancel_futures=True)
-        kill_all()
-        executor.shutdown(wait=True)  # they end at once: no child may start now
+        stop_children()
+        try:
+            executor.shutdown(wait=True)  # they end at once: no child may start now
+        finally:
+            allow_children()
         done = [f.result() for f in futures if not f.cancelled() and f.exception() is None]
         partial = FuzzResult(
             tuple(sorted(campaign.examples, key=lambda e: (e.stream, e.index))),

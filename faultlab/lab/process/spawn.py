@@ -46,6 +46,7 @@ __all__ = [
     "kill_all",
     "report_problem",
     "signal_group",
+    "stop_children",
     "trimmed_environment",
 ]
 
@@ -124,19 +125,24 @@ class _Contained:
         return code
 
 
-_STOPPING = threading.Event()  # set by kill_all: no new child may start
+_STOPPING = threading.Event()  # set by stop_children: no new child may start
 
 
 def kill_all() -> None:
-    """SIGKILL every live child's process group (on interrupt of the lab);
-    from now on until `allow_children`, starting a child raises ChildHung."""
-    _STOPPING.set()
+    """SIGKILL every live child's process group (on interrupt of the lab)."""
     for child in list(_LIVE):
         child.kill()
 
 
+def stop_children() -> None:
+    """An interrupted run's first step: from now on until `allow_children`,
+    starting a child raises ChildHung; then every live child is killed."""
+    _STOPPING.set()
+    kill_all()
+
+
 def allow_children() -> None:
-    """Children may start again (a new run of the lab)."""
+    """Children may start again (the interrupted run's workers are done)."""
     _STOPPING.clear()
 
 

@@ -96,15 +96,27 @@ def selftest(
         shown = row.first_case or row.note
         say(f"  {row.status:13} {row.variant} [{row.stage}] {shown} ({row.seconds:.1f}s)")
 
+    if not no_report:
+        lab.check_report_dir(report_dir)
     with lab.workdir() as work:
-        result = lab.run_selftest(registry, variants=chosen, quick=quick, jobs=jobs,
-                                  workdir=work, spawn=spawn, timeout=timeout,
-                                  progress=progress)  # fmt: skip
+        try:
+            result = lab.run_selftest(registry, variants=chosen, quick=quick, jobs=jobs,
+                                      workdir=work, spawn=spawn, timeout=timeout,
+                                      progress=progress)  # fmt: skip
+        except lab.SelftestInterrupted as stop:
+            result = stop.partial
     say()
     for line in lab.format_table(result):
         say(line)
     if not no_report:
-        say(f"report: {lab.write_selftest_report(result, report_dir)}")
+        with held_signals():  # an interrupted selftest's report is written whole
+            say(f"report{'' if result.complete else ' (incomplete)'}: "
+                f"{lab.write_selftest_report(result, report_dir)}")  # fmt: skip
+    if not result.complete:
+        failed = sum(1 for r in result.rows if r.bad)
+        say(f"faultlab: interrupted after {len(result.rows)} row(s), {failed} bad; "
+            "every child process was killed")  # fmt: skip
+        return EXIT_INTERRUPTED
     if as_json:
         emit_json(result.to_json())
     return EXIT_OK if result.passed else EXIT_VIOLATIONS

@@ -57,7 +57,12 @@ if TYPE_CHECKING:
         plan_scenario,
         plugin_options,
     )
-    from faultlab.lab.campaigns.selftest import SelftestResult, SelftestRow, run_selftest
+    from faultlab.lab.campaigns.selftest import (
+        SelftestInterrupted,
+        SelftestResult,
+        SelftestRow,
+        run_selftest,
+    )
     from faultlab.lab.campaigns.zoo import Zoo, ZooVariant, default_zoo_path, load_zoo
     from faultlab.lab.errors import LabUsageError
     from faultlab.lab.oracle import (
@@ -113,6 +118,7 @@ __all__ = [
     "RunInfo",
     "ScenarioProblem",
     "ScenarioRun",
+    "SelftestInterrupted",
     "SelftestResult",
     "SelftestRow",
     "Shard",
@@ -183,6 +189,7 @@ _ON_USE = {
     "ScenarioProblem": "faultlab.lab.campaigns.pytest_glue",
     "ScenarioRun": "faultlab.lab.campaigns.pytest_glue",
     "SelftestResult": "faultlab.lab.campaigns.selftest",
+    "SelftestInterrupted": "faultlab.lab.campaigns.selftest",
     "SelftestRow": "faultlab.lab.campaigns.selftest",
     "Shard": "faultlab.lab.campaigns.explore",
     "Verdict": "faultlab.lab.oracle",

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from faultlab.lab.process.spawn import OUTPUT_HEAD, OUTPUT_TAIL, Child
-
 pytestmark = pytest.mark.realprocess
 
 HERE = Path(__file__).resolve().parent
@@ -93,6 +91,8 @@ def test_a_helper_holding_the_probe_pipe_is_named(faultlab_cli: Callable[..., ob
 
 def test_a_childs_huge_output_is_kept_as_head_and_tail(tmp_path: Path) -> None:
     # The lab's child runner directly: 5 MB on stdout, then a normal exit.
+    from faultlab.lab.process.spawn import OUTPUT_HEAD, OUTPUT_TAIL, Child
+
     writes = "import os\nfor _ in range(80): os.write(1, b'y' * 65535 + b'\\n')\n"
     child = Child([sys.executable, "-c", writes], stderr_path=tmp_path / "out.txt")
     with child:

@@ -266,15 +266,18 @@ class Child:
         """Read the trace until the child parks (return its message) or exits (None)."""
         deadline = time.monotonic() + timeout
         assert self._poll is not None
-        exited_at: float | None = None
+        exited_at: float | None = None  # when the child itself was seen to exit
+        wrapped_at: float | None = None  # when a wrapper's target was seen to exit
         while True:
             now = time.monotonic()
             remaining = deadline - now
-            if exited_at is None and self._exited():
+            if exited_at is None and self._proc is not None and self._proc.poll() is not None:
                 exited_at = now
-            if exited_at is not None and now - exited_at >= _PIPE_GRACE and self._unwrap():
-                exited_at = now  # the wrapper's own helpers were killed: it ends now
-            elif exited_at is not None and now - exited_at >= _PIPE_GRACE:
+            if self.wrapper and exited_at is None and wrapped_at is None and self._exited():
+                wrapped_at = now
+            if wrapped_at is not None and now - wrapped_at >= _PIPE_GRACE:
+                self._unwrap()  # what the target left keeps the wrapper alive: killed
+            if exited_at is not None and now - exited_at >= _PIPE_GRACE:
                 raise ChildHung(
                     f"the target exited (status {self._proc.returncode if self._proc else '?'}) "
                     "but a descendant still holds its probe pipe open: a helper process "
@@ -327,14 +330,9 @@ class Child:
         return found
 
     def _exited(self) -> bool:
-        """Whether the target has exited: the child itself, or under a
-        `wrapper` (strace) the wrapper's one child."""
-        if self._proc is None:
+        """Whether a `wrapper`'s (strace's) one child, the target, has exited."""
+        if not isinstance(self._proc, _Contained):
             return False
-        if not self.wrapper or not isinstance(self._proc, _Contained):
-            return self._proc.poll() is not None
-        if self._proc.poll() is not None:
-            return True
         if self._wrapped < 0:
             with contextlib.suppress(psutil.Error, OSError):
                 found = psutil.Process(self.pid).children()

@@ -335,7 +335,11 @@ class Child:
             return False
         if self._wrapped < 0:
             with contextlib.suppress(psutil.Error, OSError):
-                found = psutil.Process(self.pid).children()
+                wrapper = psutil.Process(self.pid)
+                # The target is the child that exec'd: strace also forks
+                # short-lived copies of itself (its seccomp check).
+                own = wrapper.cmdline()
+                found = [c for c in wrapper.children() if c.cmdline() != own]
                 if found:
                     self._wrapped = os.pidfd_open(found[0].pid)
             if self._wrapped < 0:

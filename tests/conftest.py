@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import signal
 import subprocess
 import sys
 import textwrap
@@ -162,6 +163,9 @@ def faultlab_cli(tmp_path: Path) -> Iterator[Callable[..., Outcome]]:
             left,
         )
 
+    # The lab passes a target a trimmed environment (no marker): a test
+    # puts `run.marker` on a target's command line to have it found.
+    run.marker = marker  # type: ignore[attr-defined]
     yield run
     for proc in leftovers(marker):
         with contextlib.suppress(psutil.Error):
@@ -181,3 +185,84 @@ def _settled(marker: str) -> list[psutil.Process]:
             proc.cmdline()
             result.append(proc)
     return result
+
+
+@dataclass
+class Started:
+    """A faultlab command still running (to be signalled), under the same
+    bounds and marker as `faultlab_cli`."""
+
+    process: subprocess.Popen[bytes]
+    marker: str
+    stderr_path: Path
+
+    def wait_for(self, text: str, timeout: float = TIME_BOUND) -> str:
+        """Wait until its stderr shows `text` (or it exits); return the stderr so far."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            seen = self.stderr_path.read_text("utf-8", "replace")
+            if text in seen or self.process.poll() is not None:
+                return seen
+            time.sleep(0.05)
+        return self.stderr_path.read_text("utf-8", "replace")
+
+    def finish(self, timeout: float = TIME_BOUND) -> Outcome:
+        """Wait for it to exit; what it did and left behind."""
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+        stdout = self.process.stdout.read() if self.process.stdout else b""
+        left = tuple(" ".join(proc.cmdline()) for proc in _settled(self.marker))
+        return Outcome(
+            self.process.returncode,
+            stdout.decode("utf-8", "replace"),
+            self.stderr_path.read_text("utf-8", "replace"),
+            left,
+        )
+
+
+@pytest.fixture
+def faultlab_started(tmp_path: Path) -> Iterator[Callable[..., Started]]:
+    """Start `python -m faultlab ARGS...` in the background (stderr to a
+    file, read with `wait_for`); `ignore_sigint` starts it the way a
+    non-interactive shell starts a background job."""
+    marker = f"fl-hostile-{uuid.uuid4().hex}"
+    started: list[Started] = []
+
+    def start(
+        *args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+        ignore_sigint: bool = False,
+    ) -> Started:  # fmt: skip
+        environment = {**os.environ, "PYTHONPATH": str(REPO), "FAULTLAB_TEST_MARKER": marker}
+        environment.update(env or {})
+        stderr_path = tmp_path / f"stderr-{len(started)}.txt"
+
+        def prepare() -> None:
+            _bounded()
+            if ignore_sigint:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+        with open(stderr_path, "wb") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "faultlab", *args], cwd=cwd or tmp_path,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+                env=environment, preexec_fn=prepare,
+            )  # fmt: skip
+        started.append(Started(process, marker, stderr_path))
+        return started[-1]
+
+    start.marker = marker  # type: ignore[attr-defined]
+    yield start
+    for each in started:
+        if each.process.poll() is None:
+            each.process.kill()
+            each.process.wait()
+        if each.process.stdout:
+            each.process.stdout.close()
+    for proc in leftovers(marker):
+        with contextlib.suppress(psutil.Error):
+            proc.suspend()
+            proc.kill()

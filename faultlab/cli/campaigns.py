@@ -14,7 +14,16 @@ import orjson
 
 from faultlab.cli import options as opt
 from faultlab.cli import show
-from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
+from faultlab.cli.output import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_VIOLATIONS,
+    UserError,
+    emit_json,
+    guarded,
+    held_signals,
+    say,
+)
 from faultlab.cli.show import fault_line
 
 if TYPE_CHECKING:
@@ -99,17 +108,29 @@ def selftest(
         shown = row.first_case or row.note
         say(f"  {row.status:13} {row.variant} [{row.stage}] {shown} ({row.seconds:.1f}s)")
 
+    if not no_report:
+        lab.check_report_dir(report_dir)
     with lab.workdir() as work:
-        result = lab.run_selftest(registry, variants=chosen, quick=quick, jobs=jobs,
-                                  workdir=work, spawn=spawn, timeout=timeout,
-                                  progress=progress)  # fmt: skip
+        try:
+            result = lab.run_selftest(registry, variants=chosen, quick=quick, jobs=jobs,
+                                      workdir=work, spawn=spawn, timeout=timeout,
+                                      progress=progress)  # fmt: skip
+        except lab.SelftestInterrupted as stop:
+            result = stop.partial
     say()
     for line in lab.format_table(result):
         say(line)
     for line in render_selftest_problems(result.rows, style=paint):
         say(line, color=paint.color or None)
     if not no_report:
-        say(f"report: {lab.write_selftest_report(result, report_dir)}")
+        with held_signals():  # an interrupted selftest's report is written whole
+            say(f"report{'' if result.complete else ' (incomplete)'}: "
+                f"{lab.write_selftest_report(result, report_dir)}")  # fmt: skip
+    if not result.complete:
+        failed = sum(1 for r in result.rows if r.bad)
+        say(f"faultlab: interrupted after {len(result.rows)} row(s), {failed} bad; "
+            "every child process was killed")  # fmt: skip
+        return EXIT_INTERRUPTED
     if as_json:
         emit_json(result.to_json())
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
@@ -206,16 +227,27 @@ def fuzz(
         f"fuzzing the {made.label}: {examples} example(s), seed {campaign_seed}, "
         f"{jobs} job(s)" + (f", shard {shard}" if shard else "")
     )
+    lab.check_report_dir(report_dir)
     with lab.workdir() as work:
-        result = lab.fuzz_campaign(
-            policy=policy, target=target, examples=examples, seed=campaign_seed,
-            faults=fault_names, jobs=jobs, shard=shard, check_determinism=check_determinism,
-            timeout=timeout, workdir=work, database=report_dir / "fuzz-db", spawn=spawn,
-            stream_size=stream_size, progress=_FuzzProgress(),
-        )  # fmt: skip
+        try:
+            result = lab.fuzz_campaign(
+                policy=policy, target=target, examples=examples, seed=campaign_seed,
+                faults=fault_names, jobs=jobs, shard=shard, check_determinism=check_determinism,
+                timeout=timeout, workdir=work, database=report_dir / "fuzz-db", spawn=spawn,
+                stream_size=stream_size, progress=_FuzzProgress(),
+            )  # fmt: skip
+        except lab.FuzzInterrupted as stop:
+            result = stop.partial
         info = lab.RunInfo(lab.new_run_id(), tuple(sys.argv), made.command if target else None,
                            policy, timeout, spawn)  # fmt: skip
-        report = lab.write_fuzz_report(result, info, report_dir)
+        with held_signals():  # an interrupted campaign's report is written whole
+            report = lab.write_fuzz_report(result, info, report_dir)
+    if not result.complete:
+        failed = len(result.findings)
+        say(f"faultlab: interrupted after {len(result.examples)} of {examples} example(s), "
+            f"{failed} failing; every child process was killed")  # fmt: skip
+        say(f"report (incomplete): {report}")
+        return EXIT_INTERRUPTED
     summary = orjson.loads((report / "summary.json").read_bytes())
     tally = ", ".join(f"{n} {v}" for v, n in sorted(summary["counts"].items()))
     verdict = "all guarantees held" if result.passed else "violations found"

@@ -19,7 +19,16 @@ import orjson
 
 from faultlab.cli import options as opt
 from faultlab.cli import show
-from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
+from faultlab.cli.output import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_VIOLATIONS,
+    UserError,
+    emit_json,
+    guarded,
+    held_signals,
+    say,
+)
 from faultlab.userfiles import check_exists
 
 if TYPE_CHECKING:
@@ -173,6 +182,8 @@ def explore(
     lab.check_drive(drive, backend=backend)
     fault_names = lab.parse_faults(faults, drive=drive)
     loaded = lab.load_scenarios(paths)
+    if not no_report:
+        lab.check_report_dir(report_dir)
     if verbosity >= 0:
         say(
             f"exploring {len(loaded)} scenario(s) with the {made.label}, {jobs} job(s)"
@@ -183,30 +194,25 @@ def explore(
         say("planning double-sigkill cases first: one fault-free recovery per first kill point")
     progress = show.Progress(verbosity=verbosity, paint=paint)
     with lab.workdir() as work, contextlib.closing(progress):
-        result = lab.explore_scenarios(
-            loaded,
-            policy=policy,
-            target=target,
-            jobs=jobs,
-            shard=shard,
-            timeout=timeout,
-            workdir=work,
-            progress=progress,
-            spawn=spawn,
-            faults=fault_names,
-            backend=backend,
-            drive=drive,
-            max_double=max_double_cases,
-            plan_progress=_PlanProgress(),
-            select=select,
-        )
-        report = None
-        if not no_report:
-            info = lab.RunInfo(
-                lab.new_run_id(), tuple(sys.argv), made.command if target else None, policy,
-                timeout, spawn, backend, drive,
+        try:
+            result = lab.explore_scenarios(
+                loaded, policy=policy, target=target, jobs=jobs, shard=shard,
+                timeout=timeout, workdir=work, progress=progress, spawn=spawn,
+                faults=fault_names, backend=backend, drive=drive, max_double=max_double_cases,
+                plan_progress=_PlanProgress(), select=select,
             )  # fmt: skip
-            report = lab.write_report(result, info, report_dir)
+        except lab.Interrupted as stop:
+            result = stop.partial
+        report = None
+        with held_signals():  # an interrupted run's report is written whole
+            if not no_report:
+                info = lab.RunInfo(
+                    lab.new_run_id(), tuple(sys.argv), made.command if target else None,
+                    policy, timeout, spawn, backend, drive,
+                )  # fmt: skip
+                report = lab.write_report(result, info, report_dir)
+    if not result.complete:
+        return _say_interrupted(result, report)
     from faultlab.lab.report import replay_command
 
     replay = ((lambda r: replay_command(r, report)) if report is not None
@@ -233,6 +239,20 @@ def explore(
             }
         )
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+def _say_interrupted(result: ExploreResult, report: Path | None) -> int:
+    """An interrupted exploration's one summary line (like pytest's on ^C)."""
+    failed = sum(1 for r in result.results if r.failed)
+    if result.planned:
+        say(f"faultlab: interrupted after {len(result.results)} of {result.planned} case(s), "
+            f"{failed} failed; every child process was killed")  # fmt: skip
+    else:
+        say("faultlab: interrupted during the fault-free runs, before any case; every child "
+            "process was killed")  # fmt: skip
+    if report is not None:
+        say(f"report (incomplete): {report}")
+    return EXIT_INTERRUPTED
 
 
 def _say_records(path: Path) -> None:
@@ -456,6 +476,12 @@ def boundaries(
             spawn=spawn,
             backend=backend,
         )
+    if reference.bad_reports:
+        say(f"faultlab: BAD_PROBE_REPORT: the target's probe report broke the protocol: "
+            f"{reference.bad_reports[0]}")  # fmt: skip
+        if as_json:
+            emit_json({"occurrences": [], "error": reference.bad_reports[0]})
+        return EXIT_VIOLATIONS
     if reference.returncode != 0:
         say(f"faultlab: the fault-free run exited with status {reference.returncode}:")
         say(reference.stderr.rstrip())

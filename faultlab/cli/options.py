@@ -124,8 +124,16 @@ drive = click.option(
     help="classic: the target runs a scenario by itself; acp: the lab drives an ACP agent "
     "(python -m faultlab.runtime.acp, or --target) as a client (docs/acp.md).",
 )  # fmt: skip
+def _report_path(_ctx: click.Context, _param: click.Parameter, value: str) -> Path:
+    """--report-dir as a Path; an empty one is refused (it would mean the
+    current directory)."""
+    if not value.strip():
+        raise click.BadParameter("must name a directory, not be empty")
+    return Path(value)
+
+
 report_dir = click.option(
-    "--report-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"),
+    "--report-dir", type=click.Path(file_okay=False), default="reports", callback=_report_path,
     show_default=True, help="Where reports are written.",
 )  # fmt: skip
 shard = click.option("--shard", callback=parse_shard, metavar="K/N", help="Run only shard K of N.")

@@ -5,10 +5,11 @@
 # and it imports none of them.
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any, NoReturn, TypeVar
 
@@ -25,6 +26,7 @@ __all__ = [
     "UserError",
     "emit_json",
     "guarded",
+    "held_signals",
     "say",
 ]
 
@@ -58,6 +60,10 @@ def guarded(command: F) -> F:
         from faultlab.scenario import ScenarioError
         from faultlab.userfiles import UserFileError
 
+        # SIGTERM always stops the lab, whatever the parent left blocked or
+        # ignored; SIGINT keeps the disposition it was started with (a
+        # background job of a non-interactive shell ignores it: docs/cli.md).
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
         previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             code = command(*args, **kwargs)
@@ -80,6 +86,19 @@ def guarded(command: F) -> F:
 
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def held_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored for a moment: while an interrupted run's
+    report is written (a second ^C would leave half a report; SIGKILL still
+    works)."""
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class FaultlabGroup(click.Group):

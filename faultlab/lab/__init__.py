@@ -38,11 +38,17 @@ if TYPE_CHECKING:
         COVERAGE,
         ExploreResult,
         FaultTally,
+        Interrupted,
         Shard,
         fault_tally,
         parse_shard,
     )
-    from faultlab.lab.campaigns.fuzz import FuzzResult, FuzzSettings, fuzz_campaign
+    from faultlab.lab.campaigns.fuzz import (
+        FuzzInterrupted,
+        FuzzResult,
+        FuzzSettings,
+        fuzz_campaign,
+    )
     from faultlab.lab.campaigns.pytest_glue import (
         CrashLab,
         PluginOptions,
@@ -52,7 +58,12 @@ if TYPE_CHECKING:
         plan_scenario,
         plugin_options,
     )
-    from faultlab.lab.campaigns.selftest import SelftestResult, SelftestRow, run_selftest
+    from faultlab.lab.campaigns.selftest import (
+        SelftestInterrupted,
+        SelftestResult,
+        SelftestRow,
+        run_selftest,
+    )
     from faultlab.lab.campaigns.zoo import Zoo, ZooVariant, default_zoo_path, load_zoo
     from faultlab.lab.errors import LabUsageError
     from faultlab.lab.oracle import (
@@ -70,6 +81,7 @@ if TYPE_CHECKING:
         Inspection,
         MergeResult,
         RunInfo,
+        check_report_dir,
         find_case,
         format_table,
         ground_truth_line,
@@ -92,9 +104,11 @@ __all__ = [
     "CrashLab",
     "ExploreResult",
     "FaultTally",
+    "FuzzInterrupted",
     "FuzzResult",
     "FuzzSettings",
     "Inspection",
+    "Interrupted",
     "LabOptions",
     "LabUsageError",
     "LogEvent",
@@ -105,6 +119,7 @@ __all__ = [
     "RunInfo",
     "ScenarioProblem",
     "ScenarioRun",
+    "SelftestInterrupted",
     "SelftestResult",
     "SelftestRow",
     "Shard",
@@ -115,6 +130,7 @@ __all__ = [
     "bundled_scenarios",
     "check_coverage",
     "check_drive",
+    "check_report_dir",
     "default_zoo_path",
     "explain",
     "explore_agent",
@@ -175,6 +191,7 @@ _ON_USE = {
     "ScenarioProblem": "faultlab.lab.campaigns.pytest_glue",
     "ScenarioRun": "faultlab.lab.campaigns.pytest_glue",
     "SelftestResult": "faultlab.lab.campaigns.selftest",
+    "SelftestInterrupted": "faultlab.lab.campaigns.selftest",
     "SelftestRow": "faultlab.lab.campaigns.selftest",
     "Shard": "faultlab.lab.campaigns.explore",
     "Verdict": "faultlab.lab.oracle",
@@ -184,6 +201,8 @@ _ON_USE = {
     "bundled_scenarios": "faultlab.lab.campaigns.api",
     "check_coverage": "faultlab.lab.oracle",
     "check_drive": "faultlab.lab.campaigns.api",
+    "check_report_dir": "faultlab.lab.report",
+    "Interrupted": "faultlab.lab.campaigns.explore",
     "default_zoo_path": "faultlab.lab.campaigns.zoo",
     "explain": "faultlab.lab.oracle",
     "explore_agent": "faultlab.lab.campaigns.api",
@@ -216,6 +235,7 @@ _ON_USE = {
     "write_report": "faultlab.lab.report",
     "write_selftest_report": "faultlab.lab.report",
     "FuzzResult": "faultlab.lab.campaigns.fuzz",
+    "FuzzInterrupted": "faultlab.lab.campaigns.fuzz",
     "FuzzSettings": "faultlab.lab.campaigns.fuzz",
     "fuzz_campaign": "faultlab.lab.campaigns.fuzz",
     "write_fuzz_report": "faultlab.lab.report.fuzz",

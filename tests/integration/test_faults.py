@@ -62,6 +62,8 @@ def test_a_fault_at_an_occurrence_where_it_does_not_apply_is_a_usage_error(
 ) -> None:
     from faultlab.lab.errors import LabUsageError
 
+    # (At a boundary the fault is never injected at, it is refused before the
+    # reference run: tests/hostile/test_hostile_targets.py.)
     with pytest.raises(LabUsageError, match="applies at: tool/logged#1"):
-        lab.run_single(PAYMENT, "tool/durable#1", fault="cancel-in-checkpoint",
+        lab.run_single(PAYMENT, "tool/logged#5", fault="cancel-in-checkpoint",
                        workdir=tmp_path)  # fmt: skip

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,9 +38,10 @@ from faultlab.lab.faults.double import (
     PlanProgress,
     parse_pair,
 )
+from faultlab.lab.faults.live import check_fault_at
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
-from faultlab.lab.process.scratch import scratch_root
+from faultlab.lab.process.scratch import make_workdir
 from faultlab.lab.process.target import (
     bundled_scenarios,
 )
@@ -81,7 +81,7 @@ def workdir(keep: Path | None = None) -> Iterator[Path]:
         keep.mkdir(parents=True, exist_ok=True)
         yield keep
         return
-    path = Path(tempfile.mkdtemp(prefix="faultlab-", dir=scratch_root()))
+    path = make_workdir()
     try:
         yield path
     finally:
@@ -131,6 +131,7 @@ def run_single(
         name, n = parse_occurrence(occurrence)
         occurrence = f"{name}#{n}"
         check_fault(fault)
+        check_fault_at(fault, name)
     reference = reference_run(
         scenario, policy=policy, target=target, timeout=timeout, workdir=workdir, spawn=spawn,
         backend=backend,
@@ -149,7 +150,12 @@ def run_single(
             raise LabUsageError(f"{Path(scenario).name}: the fault-free run never reaches {first}")
     elif reference.returncode == 0 and occurrence != COVERAGE:
         applicable = [c for c in plan_cases(reference, (fault,)) if c.fault == fault]
-        if applicable and case not in applicable:
+        if not applicable:
+            raise LabUsageError(
+                f"fault {fault!r} applies nowhere in {Path(scenario).name}: its fault-free "
+                "run reaches none of the boundaries the fault is injected at"
+            )
+        if case not in applicable:
             where = ", ".join(c.occurrence for c in applicable[:8])
             more = ", ..." if len(applicable) > 8 else ""
             raise LabUsageError(

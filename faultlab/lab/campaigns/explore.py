@@ -1,14 +1,15 @@
 # Exploration: every boundary occurrence of every scenario, as found by each
 # scenario's reference run, killed with SIGKILL.  Owns the stable case order,
 # sharding, the worker pool and the interruption path (no child outlives an
-# interrupted exploration).
+# interrupted exploration, and the cases it finished are handed back as an
+# incomplete result: `Interrupted`).
 from __future__ import annotations
 
 import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import check_coverage
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
-from faultlab.lab.process.spawn import kill_all
+from faultlab.lab.process.spawn import allow_children, kill_all, stop_children
 from faultlab.lab.read.stores import store_for
 from faultlab.probe import FAULTS, parse_occurrence
 from faultlab.scenario import Scenario, ScenarioError, load_scenario
@@ -38,6 +39,7 @@ __all__ = [
     "COVERAGE",
     "ExploreResult",
     "FaultTally",
+    "Interrupted",
     "Shard",
     "coverage_result",
     "explore",
@@ -91,6 +93,9 @@ class ExploreResult:
     seconds: float
     shard: Shard | None = None
     stopped: bool = False  # stopped early by a Selection's maxfail (-x, --maxfail)
+    # False: interrupted; `results` are the cases finished by then, of `planned`.
+    complete: bool = True
+    planned: int | None = None  # cases planned (None: as many as `results`)
 
     @property
     def passed(self) -> bool:
@@ -118,6 +123,15 @@ class ExploreResult:
         """Crash cases per fault (coverage checks apart): how many ran, how many
         could not run on the backend.  A fault that ran none checked nothing."""
         return fault_tally(self.results)
+
+
+class Interrupted(KeyboardInterrupt):
+    """An exploration stopped by SIGINT or SIGTERM: `partial` holds the
+    cases it finished (marked incomplete); every child was killed."""
+
+    def __init__(self, partial: ExploreResult) -> None:
+        super().__init__("interrupted")
+        self.partial = partial
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +226,11 @@ def _planned_from_reference(faults: Sequence[str]) -> list[str]:
 
 
 def reference_failed(case: Case, reference: Reference) -> CaseResult:
+    if reference.bad_reports:
+        message = (f"the target's probe report broke the protocol: {reference.bad_reports[0]}"
+                   " (docs/probe-protocol.md)")  # fmt: skip
+        evidence = {"problems": list(reference.bad_reports)}
+        return CaseResult(case, "error", (Violation("BAD_PROBE_REPORT", message, evidence),))
     if reference.hung:
         message = f"the fault-free run {reference.stderr}"
         return CaseResult(case, "hung", (Violation("CHILD_HUNG", message),))
@@ -402,6 +421,9 @@ def run_exploration(
     the result holds the cases up to the last failure (`stopped`)."""
     started = time.monotonic()
     executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix=threads)
+    references: list[Reference] = []
+    cases: list[Case] = []
+    futures: list[Future[CaseResult]] = []
     try:
         references = list(executor.map(lambda item: reference(*item), scenarios))
         by_path = {ref.scenario_path: ref for ref in references}
@@ -430,11 +452,31 @@ def run_exploration(
                 stopped = True
                 executor.shutdown(wait=True, cancel_futures=True)
                 break
+    except KeyboardInterrupt as stop:
+        # Interrupted (Ctrl-C, SIGTERM): what finished before the signal is
+        # kept; then no new child starts, every live one is killed, and the
+        # workers are waited for (they end at once), so nothing writes into
+        # the scratch space after this returns.
+        finished = tuple(f.result() for f in futures if f.done() and _succeeded(f))
+        executor.shutdown(wait=False, cancel_futures=True)
+        stop_children()
+        kill()
+        try:
+            executor.shutdown(wait=True)
+        finally:
+            allow_children()
+        partial = ExploreResult(finished, tuple(references), time.monotonic() - started, shard,
+                                complete=False, planned=len(cases))  # fmt: skip
+        raise Interrupted(partial) from stop
     except BaseException:
-        # Interrupted (Ctrl-C, SIGTERM) or broken: no child may outlive us.
+        # Broken: no child may outlive us.
         executor.shutdown(wait=False, cancel_futures=True)
         kill()
         raise
     executor.shutdown(wait=True)
     return ExploreResult(tuple(results), tuple(references), time.monotonic() - started, shard,
                          stopped=stopped)  # fmt: skip
+
+
+def _succeeded(future: Future[CaseResult]) -> bool:
+    return not future.cancelled() and future.exception() is None

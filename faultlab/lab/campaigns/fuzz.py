@@ -19,7 +19,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +35,7 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions
-from faultlab.lab.process.spawn import kill_all
+from faultlab.lab.process.spawn import allow_children, kill_all, stop_children
 from faultlab.probe import FAULTS
 from faultlab.scenario import POLICIES
 
@@ -43,6 +43,7 @@ __all__ = [
     "SELFTEST_SEED",
     "Example",
     "Finding",
+    "FuzzInterrupted",
     "FuzzProgress",
     "FuzzResult",
     "FuzzSettings",
@@ -138,10 +139,20 @@ class FuzzResult:
     seconds: float
     settings: FuzzSettings
     streams: tuple[int, ...]
+    complete: bool = True  # False: interrupted; `examples` are those run by then
 
     @property
     def passed(self) -> bool:
         return bool(self.examples) and not self.findings
+
+
+class FuzzInterrupted(KeyboardInterrupt):
+    """A campaign stopped by SIGINT or SIGTERM: `partial` holds the examples
+    run and the findings made by then (marked incomplete)."""
+
+    def __init__(self, partial: FuzzResult) -> None:
+        super().__init__("interrupted")
+        self.partial = partial
 
 
 def streams(examples: int, stream_size: int) -> list[tuple[int, int]]:
@@ -329,14 +340,30 @@ def fuzz(
     campaign = _Campaign(sum(count for _, count in planned), progress)
     runs = DryRuns(dataclasses.replace(options, workdir=options.workdir / "dry"))
     executor = ThreadPoolExecutor(fuzz_settings.jobs, thread_name_prefix="faultlab-fuzz")
+    futures: list[Future[Finding | None]] = []
     try:
         futures = [
             executor.submit(_run_stream, i, count, n == 0, campaign, options, runs, fuzz_settings)
             for n, (i, count) in enumerate(planned)
         ]
         findings = [f for f in (future.result() for future in futures) if f is not None]
-    except BaseException:
+    except KeyboardInterrupt as stop:
         campaign.interrupted = True  # running streams stop at their next example
+        executor.shutdown(wait=False, cancel_futures=True)
+        stop_children()
+        try:
+            executor.shutdown(wait=True)  # they end at once: no child may start now
+        finally:
+            allow_children()
+        done = [f.result() for f in futures if not f.cancelled() and f.exception() is None]
+        partial = FuzzResult(
+            tuple(sorted(campaign.examples, key=lambda e: (e.stream, e.index))),
+            tuple(f for f in done if f is not None), time.monotonic() - started,
+            fuzz_settings, tuple(i for i, _ in planned), complete=False,
+        )  # fmt: skip
+        raise FuzzInterrupted(partial) from stop
+    except BaseException:
+        campaign.interrupted = True
         executor.shutdown(wait=False, cancel_futures=True)
         kill_all()
         raise

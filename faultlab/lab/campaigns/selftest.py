@@ -37,11 +37,12 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE, DOUBLE_FAULT
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import FULL_POLICIES, POLICY_GAPS
-from faultlab.lab.process.spawn import kill_all
+from faultlab.lab.process.spawn import allow_children, kill_all, stop_children
 from faultlab.scenario import POLICIES
 
 __all__ = [
     "REFERENCE",
+    "SelftestInterrupted",
     "SelftestResult",
     "SelftestRow",
     "fuzz_campaign",
@@ -105,6 +106,7 @@ class SelftestResult:
     quick: bool
     seconds: float
     zoo: str
+    complete: bool = True  # False: interrupted; `rows` are those finished by then
 
     @property
     def variant_rows(self) -> list[SelftestRow]:
@@ -131,6 +133,7 @@ class SelftestResult:
         caught, judged = self.score
         return {
             "passed": self.passed,
+            "complete": self.complete,
             "quick": self.quick,
             "zoo": self.zoo,
             "seconds": round(self.seconds, 3),
@@ -138,6 +141,15 @@ class SelftestResult:
             "falseAlarms": self.false_alarms,
             "rows": [r.to_json() for r in self.rows],
         }
+
+
+class SelftestInterrupted(KeyboardInterrupt):
+    """A selftest stopped by SIGINT or SIGTERM: `partial` holds the rows
+    finished by then (marked incomplete)."""
+
+    def __init__(self, partial: SelftestResult) -> None:
+        super().__init__("interrupted")
+        self.partial = partial
 
 
 def _codes(results: Sequence[CaseResult]) -> dict[str, int]:
@@ -376,8 +388,14 @@ def run_selftest(
             policies = ("semantic",) if quick else FULL_POLICIES
             add(_fuzz_row(REFERENCE, (), [api.bundled_scenarios()], None, examples, timeout,
                           workdir / "fuzz" / "reference", jobs, policies))  # fmt: skip
+    except KeyboardInterrupt as stop:
+        stop_children()  # no child may outlive us, nor start now
+        allow_children()
+        partial = SelftestResult(tuple(rows), quick, time.monotonic() - started, str(zoo.path),
+                                 complete=False)  # fmt: skip
+        raise SelftestInterrupted(partial) from stop
     except BaseException:
-        kill_all()  # interrupted or broken: no child may outlive us
+        kill_all()  # broken: no child may outlive us
         raise
     return SelftestResult(tuple(rows), quick, time.monotonic() - started, str(zoo.path))
 

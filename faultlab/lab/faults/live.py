@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.ioerror import IO_FAULTS, check_io_error, flush_follows, inject
 from faultlab.lab.faults.sigkill import run_case
 from faultlab.lab.oracle.case import Case, CaseResult
@@ -42,7 +43,7 @@ from faultlab.lab.process.spawn import Child, ChildHung
 from faultlab.lab.process.target import session_files
 from faultlab.lab.read.view import LogView
 
-__all__ = ["LIVE_FAULTS", "plan_fault_cases", "run_fault_case"]
+__all__ = ["LIVE_FAULTS", "check_fault_at", "plan_fault_cases", "run_fault_case"]
 
 # fault -> the boundaries whose every occurrence is a case
 _IO_WHERE = ("request/logged", "tool/logged", "step/logged", "turn/logged")
@@ -60,6 +61,18 @@ _WHERE: dict[str, tuple[str, ...]] = {
 LIVE_FAULTS = tuple(_WHERE)
 # Where the resumed child is killed while it commits its repair.
 _REPAIR_POINTS = ("repair/logged#1", "flush/written#1", "repair/durable#1")
+
+
+def check_fault_at(fault: str, boundary: str) -> None:
+    """A live fault asked for at a boundary it is never injected at is a
+    usage error, said before anything runs (cancel-in-checkpoint needs a
+    tool's checkpoint, tool/logged)."""
+    wanted = _WHERE.get(fault)
+    if wanted is not None and boundary not in wanted:
+        raise LabUsageError(
+            f"fault {fault!r} cannot be injected at {boundary}: it needs one of "
+            f"{', '.join(wanted)}"
+        )
 
 
 def plan_fault_cases(reference: Reference, fault: str) -> list[Case]:

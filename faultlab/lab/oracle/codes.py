@@ -122,6 +122,11 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "DRIFT": ("lab", "the crash run did not reach its kill point the way the reference did"),
     "CHILD_HUNG": ("lab", "the target neither reached its kill point nor exited in time"),
     "REFERENCE_FAILED": ("lab", "the fault-free run of the scenario did not complete"),
+    "BAD_PROBE_REPORT": (
+        "lab",
+        "the target wrote a probe report that breaks the protocol (not JSON, not an object, "
+        "an unknown boundary, no whole-number 'n', a line over 1 MiB)",
+    ),
     "NO_BOUNDARY_REPORTED": (
         "coverage",
         "the fault-free run reported no boundary: nothing could be crash-tested",

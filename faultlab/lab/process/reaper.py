@@ -377,6 +377,7 @@ def _spawn(tree: _Tree, argv: list[str], options: set[str], forwards: dict[int, 
     finally:
         if tree.cgroup is not None and home is not None:
             _move(home)  # the supervisor must stay out of what it kills
+    _close_passed()
     if started:
         report = f"pid {tree.agent}" + (f" pidns {tree.init}" if tree.init else "")
         tree.say(report + (" netns" if networked else ""))
@@ -518,6 +519,22 @@ class _Relays:
                 e.sock.close()
 
 
+
+def _close_passed() -> None:
+    """Close the fds passed through to the agent (inheritable, above 2): a
+    copy held here would keep the agent's pipes (a probe's report pipe) from
+    reaching EOF when the agent and its helpers are gone."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd <= 2:
+            continue
+        try:
+            if os.get_inheritable(fd):
+                os.close(fd)
+        except OSError:  # the listing's own fd, closed already
+            pass
+
+
 def _spawn_here(tree: _Tree, argv: list[str], defaults: set[signal.Signals]) -> bool:
     try:
         tree.agent = os.posix_spawnp(
@@ -592,6 +609,7 @@ def _namespace_init(
             reason = error.strerror or error
             os.write(report, f"error cannot start {argv[0]!r}: {reason}\n".encode())
             return
+        _close_passed()
         os.write(report, b"spawned\n")
         if not os.read(go, 1):  # the supervisor died before PDEATHSIG was set
             return

@@ -29,6 +29,7 @@ from faultlab.probe import ENV_TRACED
 from faultlab.scenario import Scenario
 
 __all__ = [
+    "BAD_REPORT",
     "ENV_GROUND_TRUTH",
     "GROUND_TRUTHS",
     "LabOptions",
@@ -55,6 +56,9 @@ _VOLATILE = frozenset({"file", "source", "size", "offset", "bytes", "parked", "k
 # (syscalls where strace is installed, else facts).
 GROUND_TRUTHS = ("auto", "syscalls", "facts")
 ENV_GROUND_TRUTH = "FAULTLAB_GROUND_TRUTH"
+# The status of a fault-free run that broke the probe protocol: no exit
+# status is 256, so every check that the run failed (status != 0) holds.
+BAD_REPORT = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,9 @@ class Reference:
     ground_truth_note: str = ""
     # The bytes of each traced write (a `write` fact's `w` indexes them).
     written: tuple[bytes, ...] = ()
+    # Reports that broke the probe protocol (spawn.report_problem); then
+    # `returncode` is BAD_REPORT and every case of the scenario is an error.
+    bad_reports: tuple[str, ...] = ()
 
     @property
     def boundaries(self) -> list[dict[str, Any]]:
@@ -252,7 +259,7 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         cwd = str(session.parent) if options.target.reference else None
         child = Child(
             traced_argv(argv, where / "strace.txt", strace), stderr_path=where / "run.stderr",
-            env={ENV_TRACED: "1"}, cwd=cwd,
+            env={ENV_TRACED: "1"}, cwd=cwd, wrapper=True,
         )  # fmt: skip
     hung = False
     try:
@@ -275,7 +282,7 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         log=store.parse(log_bytes, log_path),
         log_bytes=log_bytes,
         ledger=read_ledger(ledger_path),
-        returncode=status.returncode,
+        returncode=BAD_REPORT if child.bad_reports else status.returncode,
         stderr=status.stderr,
         hung=hung,
         backend=store.backend,
@@ -283,6 +290,7 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         syscalls=syscalls,
         ground_truth_note=note,
         written=written,
+        bad_reports=tuple(child.bad_reports),
     )
 
 

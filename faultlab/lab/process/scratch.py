@@ -6,15 +6,31 @@
 # therefore changes no verdict and removes a disk flush from every checkpoint
 # of every child (about a quarter of a fork-mode case's time here).  An
 # explicit choice always wins: FAULTLAB_SCRATCH, then TMPDIR.
+# A run's directory records its owner (pid and start time, OWNER_FILE): a
+# lab killed with SIGKILL cannot remove its own, so the next run removes
+# every directory whose owner is gone (`make_workdir`).
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["MIN_RAM_FREE", "RAM_DIRS", "scratch_root"]
+import orjson
+
+__all__ = [
+    "MIN_RAM_FREE",
+    "OWNER_FILE",
+    "RAM_DIRS",
+    "make_workdir",
+    "remove_orphaned",
+    "scratch_root",
+]
+
+OWNER_FILE = ".faultlab-owner"
+_PREFIX = "faultlab-"
 
 RAM_DIRS = (Path("/dev/shm"),)
 # A small /dev/shm (containers often get 64 MB) would fill up under a long
@@ -44,3 +60,43 @@ def scratch_root(environ: Mapping[str, str] | None = None) -> Path:
         if _usable(candidate):
             return candidate
     return Path(tempfile.gettempdir())
+
+
+def _start_time(pid: int) -> int | None:
+    """The start time of process `pid` (clock ticks since boot), None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return int(stat.rpartition(b")")[2].split()[19])
+
+
+def make_workdir(root: Path | None = None) -> Path:
+    """A fresh run directory under `root` (default `scratch_root()`) that
+    names its owner, this process; first removes the directories of owners
+    that are gone."""
+    where = scratch_root() if root is None else root
+    remove_orphaned(where)
+    path = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=where))
+    owner = {"pid": os.getpid(), "start": _start_time(os.getpid())}
+    (path / OWNER_FILE).write_bytes(orjson.dumps(owner))
+    return path
+
+
+def remove_orphaned(root: Path) -> list[Path]:
+    """Remove every run directory under `root` whose recorded owner is no
+    longer running (its pid is gone, or names a process started at another
+    time); a directory that names no owner (an older faultlab's) is left
+    alone.  Returns what was removed."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for path in root.glob(_PREFIX + "*"):
+            try:
+                owner = orjson.loads((path / OWNER_FILE).read_bytes())
+                pid, start = int(owner["pid"]), owner["start"]
+            except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue
+            if _start_time(pid) != start or start is None:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    return removed

@@ -2,7 +2,15 @@
 # group with the two probe pipes, a trimmed environment, stderr to a file (a
 # pipe could fill up and block it) and bounded waits everywhere.  This module
 # owns the child's whole life: start, read the trace, park/continue, SIGKILL
-# of the group, the one reaper (Popen.wait) and the sweep for stragglers.
+# of the group, the one reaper and the sweep for stragglers.  An exec'd
+# child (a --target command, or the runtime under --spawn exec) runs under a
+# `ContainedProcess` (tree.py): a subreaper supervisor, and a PID namespace
+# where the kernel allows one, so whatever it daemonizes (setsid, double
+# fork, a group of its own, SIGTERM ignored) dies with the case.  A child of
+# the fork server is the reference runtime itself, which starts no process:
+# its group is its tree (docs/decisions.md "Issue 22").  Reports that break
+# the protocol are kept apart (`bad_reports`), never in the trace, and a
+# child's output file is cut to its head and tail (`OUTPUT_HEAD`).
 from __future__ import annotations
 
 import contextlib
@@ -11,6 +19,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,18 +31,119 @@ import psutil
 
 from faultlab.lab.process.environment import trimmed_environment
 from faultlab.lab.process.forkserver import ForkedProcess, ForkServer
-from faultlab.probe import ENV_ARM, ENV_FDS, RELEASED, process_gone
+from faultlab.lab.process.tree import ContainedProcess, TreeError
+from faultlab.probe import BOUNDARIES, ENV_ARM, ENV_FDS, RELEASED, process_gone
 
-__all__ = ["Child", "ChildExit", "ChildHung", "kill_all", "signal_group", "trimmed_environment"]
+__all__ = [
+    "MAX_REPORT_LINE",
+    "OUTPUT_HEAD",
+    "OUTPUT_TAIL",
+    "Child",
+    "ChildExit",
+    "ChildHung",
+    "allow_children",
+    "bound_output",
+    "kill_all",
+    "report_problem",
+    "signal_group",
+    "stop_children",
+    "trimmed_environment",
+]
 
 _LIVE: set[Child] = set()  # children started and not reaped yet
 _GONE_WITHIN = 60.0  # seconds a SIGKILLed process may take to be gone
+# A probe report is one short JSON line; a longer one is refused (and the
+# buffer dropped) so a target cannot grow the lab's memory without bound.
+MAX_REPORT_LINE = 1 << 20
+# What is kept of a child's stdout+stderr file: its first and last bytes,
+# with a note of what was dropped between them (docs/cli.md "Limits").
+OUTPUT_HEAD = 64 << 10
+OUTPUT_TAIL = 64 << 10
+# How long the report pipe may stay open after the child itself exited
+# before the lab says that a descendant holds it.
+_PIPE_GRACE = 1.0
+_EXIT_CHECK = 0.1  # seconds between checks that a silent child has exited
+
+
+def report_problem(message: object) -> str | None:
+    """What is wrong with one decoded probe report, or None
+    (docs/probe-protocol.md: a JSON object; a boundary report names a known
+    boundary and its occurrence `n`, a whole number >= 1)."""
+    if not isinstance(message, dict):
+        return f"a report must be a JSON object, not {type(message).__name__}"
+    if "boundary" not in message:
+        return None
+    boundary, n = message["boundary"], message.get("n")
+    if not isinstance(boundary, str):
+        return f"'boundary' must be a string, not {boundary!r}"
+    if boundary not in BOUNDARIES:
+        return f"unknown boundary {boundary!r}"
+    if "n" not in message:
+        return f"the {boundary} report has no occurrence number 'n'"
+    if type(n) is not int or n < 1:
+        return f"the {boundary} report's 'n' must be a whole number >= 1, not {n!r}"
+    return None
+
+
+def bound_output(path: Path, head: int = OUTPUT_HEAD, tail: int = OUTPUT_TAIL) -> None:
+    """Cut a child's output file to its first `head` and last `tail` bytes,
+    with a line in between saying how many bytes were dropped."""
+    try:
+        size = path.stat().st_size
+        if size <= head + tail:
+            return
+        with open(path, "r+b") as file:
+            start = file.read(head)
+            file.seek(size - tail)
+            end = file.read(tail)
+            note = f"\n[faultlab: {size - head - tail} byte(s) of output dropped here]\n"
+            file.seek(0)
+            file.write(start + note.encode() + end)
+            file.truncate()
+    except OSError:
+        return
+
+
+class _Contained:
+    """A `ContainedProcess` as the parts of Popen a Child uses."""
+
+    def __init__(self, tree: ContainedProcess) -> None:
+        self.tree = tree
+        self.pid = tree.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.tree.returncode
+
+    def poll(self) -> int | None:
+        return self.tree.wait(0.001)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self.tree.wait(60.0 if timeout is None else timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"child {self.pid}", timeout or 0)
+        return code
+
+
+_STOPPING = threading.Event()  # set by stop_children: no new child may start
 
 
 def kill_all() -> None:
     """SIGKILL every live child's process group (on interrupt of the lab)."""
     for child in list(_LIVE):
         child.kill()
+
+
+def stop_children() -> None:
+    """An interrupted run's first step: from now on until `allow_children`,
+    starting a child raises ChildHung; then every live child is killed."""
+    _STOPPING.set()
+    kill_all()
+
+
+def allow_children() -> None:
+    """Children may start again (the interrupted run's workers are done)."""
+    _STOPPING.clear()
 
 
 class ChildHung(Exception):
@@ -71,12 +181,18 @@ class Child:
     trace: list[dict[str, Any]] = field(default_factory=list)
     parked: dict[str, Any] | None = None
     stragglers: list[str] = field(default_factory=list)
+    # The exec'd command wraps the target (strace -f): its one child is the target.
+    wrapper: bool = False
+    _wrapped: int = -1  # a pidfd of the wrapped target, once found
+    _unwrapped: bool = False
+    # Reports that break the protocol (`report_problem`), kept out of `trace`.
+    bad_reports: list[str] = field(default_factory=list)
     server: ForkServer | None = None  # fork from this server instead of exec
     server_argv: Sequence[str] = ()  # what the server's child runs: runtime arguments
     # A pidfd: the child's runtime starts only once that process is gone
     # (the crash child, let go by `kill_and_let_go`).  The caller owns it.
     after: int | None = None
-    _proc: subprocess.Popen[bytes] | ForkedProcess | None = None
+    _proc: _Contained | ForkedProcess | None = None
     # The inode of the report pipe: a system-call trace names the pipe so.
     report_inode: int = 0
     _report_fd: int = -1
@@ -91,6 +207,8 @@ class Child:
     _poll: select.poll | None = None  # one per child: the trace is read in many short waits
 
     def start(self) -> None:
+        if _STOPPING.is_set():
+            raise ChildHung("the lab is stopping (interrupted): no new child starts")
         report_r, report_w = os.pipe()
         reply_r, reply_w = os.pipe()
         probe_env = {ENV_FDS: f"{report_w},{reply_r}"}
@@ -126,20 +244,18 @@ class Child:
         finally:
             os.close(stderr)
 
-    def _exec(self, env: dict[str, str], report_w: int, reply_r: int) -> subprocess.Popen[bytes]:
+    def _exec(self, env: dict[str, str], report_w: int, reply_r: int) -> _Contained:
         if self.after is not None and not process_gone(self.after, _GONE_WITHIN):
             raise ChildHung(f"a killed process was not gone within {_GONE_WITHIN:g}s")
-        with open(self.stderr_path, "wb") as stderr:
-            return subprocess.Popen(
-                list(self.argv),
-                stdin=subprocess.DEVNULL,
-                stdout=stderr,
-                stderr=stderr,
-                env=env,
-                cwd=self.cwd,
-                pass_fds=(report_w, reply_r),
-                start_new_session=True,  # its own group: killpg reaches grandchildren
-            )
+        # Under its own supervisor: it leads a session of its own (so a
+        # group signal reaches what it did not move away), and whatever
+        # left the group is still the supervisor's to kill (`_sweep`).
+        tree = ContainedProcess.start(
+            list(self.argv), cwd=self.cwd or os.getcwd(), env=env, stdin_path=None,
+            stdout_path=self.stderr_path, stderr_path=self.stderr_path,
+            pass_fds=(report_w, reply_r),
+        )  # fmt: skip
+        return _Contained(tree)
 
     @property
     def pid(self) -> int:
@@ -150,11 +266,27 @@ class Child:
         """Read the trace until the child parks (return its message) or exits (None)."""
         deadline = time.monotonic() + timeout
         assert self._poll is not None
+        exited_at: float | None = None  # when the child itself was seen to exit
+        wrapped_at: float | None = None  # when a wrapper's target was seen to exit
         while True:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
+            if exited_at is None and self._proc is not None and self._proc.poll() is not None:
+                exited_at = now
+            if self.wrapper and exited_at is None and wrapped_at is None and self._exited():
+                wrapped_at = now
+            if wrapped_at is not None and now - wrapped_at >= _PIPE_GRACE:
+                self._unwrap()  # what the target left keeps the wrapper alive: killed
+            if exited_at is not None and now - exited_at >= _PIPE_GRACE:
+                raise ChildHung(
+                    f"the target exited (status {self._proc.returncode if self._proc else '?'}) "
+                    "but a descendant still holds its probe pipe open: a helper process "
+                    "must close the probe fds (docs/probe-protocol.md)"
+                )
             if remaining <= 0:
                 raise ChildHung(f"no boundary reached and no exit within {timeout:g}s")
-            if not self._poll.poll(max(1, math.ceil(remaining * 1000))):
+            wait = min(remaining, _EXIT_CHECK if exited_at is None else _PIPE_GRACE)
+            if not self._poll.poll(max(1, math.ceil(wait * 1000))):
                 continue
             try:
                 data = os.read(self._report_fd, 1 << 16)
@@ -169,21 +301,69 @@ class Child:
     def _take(self, data: bytes) -> bool:
         self._buffer += data
         *lines, self._buffer = self._buffer.split(b"\n")
+        if len(self._buffer) > MAX_REPORT_LINE:
+            self._bad(f"a report line longer than {MAX_REPORT_LINE} bytes")
+            self._buffer = b""
         found = False
         for line in lines:
+            if len(line) > MAX_REPORT_LINE:
+                self._bad(f"a report line longer than {MAX_REPORT_LINE} bytes")
+                continue
             try:
                 message = orjson.loads(line)
             except orjson.JSONDecodeError:
-                message = {"invalid": line.decode("utf-8", "replace")}
+                shown = line[:80].decode("utf-8", "replace")
+                self._bad(f"a report line that is not JSON: {shown!r}")
+                continue
             released = self._release_of(message)
             self._released = released
             if released is not None:
                 continue  # the fork server's word, not the target's trace
+            problem = report_problem(message)
+            if problem is not None:
+                self._bad(problem)
+                continue
             self.trace.append(message)
             if isinstance(message, dict) and message.get("parked"):
                 self.parked = message
                 found = True
         return found
+
+    def _exited(self) -> bool:
+        """Whether a `wrapper`'s (strace's) one child, the target, has exited."""
+        if not isinstance(self._proc, _Contained):
+            return False
+        if self._wrapped < 0:
+            with contextlib.suppress(psutil.Error, OSError):
+                wrapper = psutil.Process(self.pid)
+                # The target is the child that exec'd: strace also forks
+                # short-lived copies of itself (its seccomp check).
+                own = wrapper.cmdline()
+                found = [c for c in wrapper.children() if c.cmdline() != own]
+                if found:
+                    self._wrapped = os.pidfd_open(found[0].pid)
+            if self._wrapped < 0:
+                return False
+        ready, _, _ = select.select([self._wrapped], [], [], 0)
+        return bool(ready)
+
+    def _unwrap(self) -> bool:
+        """Under a wrapper whose target exited: kill what the target left
+        (a wrapper like strace -f waits for every process it follows, and
+        holds the probe pipe meanwhile).  True if there was something."""
+        if not self.wrapper or self._unwrapped or not isinstance(self._proc, _Contained):
+            return False
+        self._unwrapped = True
+        left = [p for p in self._proc.tree.descendants() if p.pid != self.pid]
+        for proc in left:
+            with contextlib.suppress(psutil.Error):
+                self.stragglers.append(f"{proc.name()}[{proc.pid}]")
+                proc.kill()
+        return bool(left)
+
+    def _bad(self, problem: str) -> None:
+        if len(self.bad_reports) < 20:  # the first few say enough
+            self.bad_reports.append(problem)
 
     def _release_of(self, message: object) -> int | None:
         """The exit code a forked child reports in its release, else None."""
@@ -253,6 +433,7 @@ class Child:
         except subprocess.TimeoutExpired:
             self.kill()
             code = self._proc.wait(5)
+            self._sweep()
             self._exit = ChildExit(code, self._stderr())
             self.close()
             raise ChildHung(f"did not exit within {timeout:g}s; killed") from None
@@ -293,9 +474,12 @@ class Child:
                     pass
 
     def _sweep(self) -> None:
-        # Grandchildren re-parented to init are invisible as children, but
-        # they keep our process group id.  killpg(pgid, 0) asks whether any
-        # member is left; psutil names them for the report.
+        if isinstance(self._proc, _Contained):
+            self._sweep_tree(self._proc.tree)
+            return
+        # A forked child's grandchildren re-parented to init are invisible
+        # as children, but they keep our process group id.  killpg(pgid, 0)
+        # asks whether any member is left; psutil names them for the report.
         pgid = self.pid
         try:
             os.killpg(pgid, 0)
@@ -308,7 +492,21 @@ class Child:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)
 
+    def _sweep_tree(self, tree: ContainedProcess) -> None:
+        """Kill what is left of an exec'd child's tree (daemons in sessions
+        and groups of their own included), naming it for the report."""
+        for proc in tree.descendants():
+            with contextlib.suppress(psutil.Error):
+                self.stragglers.append(f"{proc.name()}[{proc.pid}]")
+        try:
+            tree.kill_tree()
+        except TreeError as exc:
+            self.stragglers.append(f"(the supervisor failed: {exc})")
+        finally:
+            tree.close()
+
     def _stderr(self) -> str:
+        bound_output(self.stderr_path)
         try:
             return self.stderr_path.read_text("utf-8", "replace")
         except OSError:
@@ -323,6 +521,10 @@ class Child:
             with contextlib.suppress(OSError):
                 os.close(self._report_fd)
             self._report_fd = -1
+        if self._wrapped >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._wrapped)
+            self._wrapped = -1
         self._poll = None
         if not self._settled:
             return

@@ -17,6 +17,7 @@ from faultlab.lab.report.selftest import (
 from faultlab.lab.report.write import (
     RunInfo,
     building_report,
+    check_report_dir,
     dumps_json,
     find_case,
     ground_truth_line,
@@ -38,6 +39,7 @@ __all__ = [
     "MergeResult",
     "RunInfo",
     "building_report",
+    "check_report_dir",
     "dumps_json",
     "find_case",
     "format_table",

@@ -61,10 +61,17 @@ def write_selftest_report(result: SelftestResult, report_dir: Path) -> Path:
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir()
     option = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-    (building / "selftest.json").write_bytes(orjson.dumps(result.to_json(), option=option))
-    (building / "selftest.txt").write_text("\n".join(format_table(result)) + "\n", "utf-8")
-    (building / "report.html").write_text(selftest_html(result.to_json()), "utf-8")
-    os.replace(building, final)
+    try:
+        (building / "selftest.json").write_bytes(orjson.dumps(result.to_json(), option=option))
+        table = format_table(result)
+        if not result.complete:
+            table.append(f"INCOMPLETE: interrupted after {len(result.rows)} row(s)")
+        (building / "selftest.txt").write_text("\n".join(table) + "\n", "utf-8")
+        (building / "report.html").write_text(selftest_html(result.to_json()), "utf-8")
+        os.replace(building, final)
+    except BaseException:  # a half-built report is never left behind
+        shutil.rmtree(building, ignore_errors=True)
+        raise
     link = report_dir / "selftest-latest"
     temp = report_dir / f".selftest-latest.{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):

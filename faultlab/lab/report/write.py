@@ -2,7 +2,9 @@
 # a temp directory, then renamed), with `reports/latest` pointing at the
 # newest: summary.json, cases.jsonl, junit.xml, report.md, and for every
 # failing case its crashed/repaired/final logs, probe trace, stderr of each
-# child, the replay command and a standalone repro.py.
+# child, the replay command and a standalone repro.py.  An interrupted run's
+# report says so (`"complete": false`); where reports go is checked before a
+# run starts (`check_report_dir`).
 from __future__ import annotations
 
 import contextlib
@@ -11,6 +13,7 @@ import secrets
 import shlex
 import shutil
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -22,6 +25,7 @@ from typing import Any
 import orjson
 
 from faultlab.lab.campaigns.explore import ExploreResult, FaultTally
+from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import slug
@@ -32,6 +36,7 @@ from faultlab.lab.report.html import REFERENCES, write_html
 __all__ = [
     "RunInfo",
     "building_report",
+    "check_report_dir",
     "dumps_json",
     "fault_table",
     "find_case",
@@ -128,6 +133,9 @@ def markdown_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> s
     lines.append(f"- {ground_truth_line(result)}")
     verdict = "all guarantees held" if result.passed else "VIOLATIONS FOUND"
     lines.append(f"- verdict: **{verdict}** in {result.seconds:.1f}s")
+    if not result.complete:
+        lines.append(f"- **INCOMPLETE**: interrupted after {len(result.results)} of "
+                     f"{result.planned} case(s); the rest did not run")  # fmt: skip
     lines += [
         "",
         "| scenario | cases | pass | fail | drift | hung | error | unsupported |",
@@ -322,10 +330,42 @@ def building_report(
     building = report_dir / f".{info.run_id}.tmp"
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir()
-    yield building, final
-    (building / "run.json").write_bytes(dumps_json(info.to_json()))
-    os.replace(building, final)
+    try:
+        yield building, final
+        (building / "run.json").write_bytes(dumps_json(info.to_json()))
+        os.replace(building, final)
+    except BaseException:  # a half-built report is never left behind
+        shutil.rmtree(building, ignore_errors=True)
+        raise
     _point_latest(report_dir, info.run_id, latest)
+
+
+def check_report_dir(report_dir: Path | str) -> Path:
+    """Where reports go, checked before a run starts: not empty, every
+    existing part of it a directory, and writable (tried, so a read-only
+    mount is caught as well as a permission).  Creates it."""
+    if str(report_dir).strip() == "":
+        raise LabUsageError("--report-dir is empty: name a directory (default: reports)")
+    path = Path(report_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise LabUsageError(f"--report-dir {path}: exists and is not a directory") from None
+    except NotADirectoryError:
+        raise LabUsageError(f"--report-dir {path}: a part of it is a file, not a directory") \
+            from None
+    except OSError as exc:
+        raise LabUsageError(f"--report-dir {path}: cannot be created: {exc.strerror}") \
+            from None
+    if not path.is_dir():
+        raise LabUsageError(f"--report-dir {path}: exists and is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".faultlab-writable-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise LabUsageError(f"--report-dir {path}: not writable: {exc.strerror}") from None
+    return path
 
 
 def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path:
@@ -336,6 +376,9 @@ def write_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> Path
             "python": sys.version.split()[0],
             "seconds": round(result.seconds, 3),
             "shard": str(result.shard) if result.shard else None,
+            # false: interrupted; "cases" finished of "planned"
+            "complete": result.complete,
+            "planned": len(result.results) if result.planned is None else result.planned,
             "cases": len(result.results),
             "counts": result.counts,
             "perFault": {fault: t.to_json() for fault, t in result.per_fault.items()},

@@ -77,3 +77,28 @@ def test_the_next_run_removes_a_killed_labs_scratch(
     again = faultlab_cli("boundaries", TINY, env={"FAULTLAB_SCRATCH": str(scratch), **FACTS})
     assert again.code == 0, again.stderr  # type: ignore[attr-defined]
     assert [p.name for p in scratch.iterdir()] == ["faultlab-foreign"]
+
+
+def test_an_interrupted_quick_selftest_keeps_the_rows_it_finished(
+    faultlab_started: Callable[..., object], tmp_path: Path
+) -> None:
+    # Four variants one at a time: interrupted after the first row is shown,
+    # the report holds that row (and any finished since), marked incomplete.
+    variants = "resume_skips_checkpoints,repair_ignores_nested,no_request_checkpoint," \
+               "tool_checkpoint_after_body"  # fmt: skip
+    (tmp_path / "scratch").mkdir()
+    lab = faultlab_started(  # type: ignore[operator]
+        "selftest", "--quick", "--variants", variants, "--jobs", "1",
+        "--report-dir", str(tmp_path / "reports"),
+        env={"FAULTLAB_SCRATCH": str(tmp_path / "scratch"), **FACTS},
+    )  # fmt: skip
+    lab.wait_for("detected")  # the first row
+    lab.process.send_signal(signal.SIGINT)
+    done = lab.finish()
+    assert done.code == 130, done.stderr
+    assert "Traceback" not in done.stderr and done.left == ()
+    (report,) = [p for p in (tmp_path / "reports").iterdir() if p.is_dir() and not p.is_symlink()]
+    result = json.loads((report / "selftest.json").read_text())
+    assert result["complete"] is False
+    assert 1 <= len(result["rows"]) < 5, result["rows"]
+    assert list((tmp_path / "scratch").iterdir()) == []

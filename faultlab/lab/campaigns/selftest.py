@@ -329,12 +329,31 @@ def _quick_variant(variant: ZooVariant, workdir: Path) -> SelftestRow:
                          seconds=time.monotonic() - started)  # fmt: skip
 
 
-def _in_parallel(calls: Sequence[Callable[[], T]], jobs: int) -> list[T]:
-    """Results of `calls` in order, `jobs` at a time; interrupted, no child survives."""
+def _in_parallel(
+    calls: Sequence[Callable[[], T]], jobs: int, each: Callable[[T], None] | None = None
+) -> list[T]:
+    """Results of `calls` in order, `jobs` at a time, each handed to `each`
+    as soon as it and those before it are done (so an interrupted run keeps
+    them); interrupted, no child survives."""
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="faultlab-selftest")
     try:
         futures = [pool.submit(call) for call in calls]
-        results = [future.result() for future in futures]
+        results = []
+        for future in futures:
+            results.append(future.result())
+            if each is not None:
+                each(results[-1])
+    except KeyboardInterrupt:
+        # Interrupted: no new child starts, the live ones are killed, and the
+        # workers (which then end at once) are waited for, so none writes
+        # into the scratch space after the caller removes it.
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_children()
+        try:
+            pool.shutdown(wait=True)
+        finally:
+            allow_children()
+        raise
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         kill_all()
@@ -366,8 +385,7 @@ def run_selftest(
         if quick:
             # Single cases: run the variants side by side, `jobs` at a time.
             calls = [partial(_quick_variant, v, workdir / v.name) for v in chosen]
-            for row in _in_parallel(calls, jobs):
-                add(row)
+            _in_parallel(calls, jobs, each=add)  # rows as they finish: kept if interrupted
         else:
             for variant in chosen:
                 if variant.explore:
@@ -391,9 +409,9 @@ def run_selftest(
     except KeyboardInterrupt as stop:
         stop_children()  # no child may outlive us, nor start now
         allow_children()
-        partial = SelftestResult(tuple(rows), quick, time.monotonic() - started, str(zoo.path),
-                                 complete=False)  # fmt: skip
-        raise SelftestInterrupted(partial) from stop
+        unfinished = SelftestResult(tuple(rows), quick, time.monotonic() - started,
+                                    str(zoo.path), complete=False)  # fmt: skip
+        raise SelftestInterrupted(unfinished) from stop
     except BaseException:
         kill_all()  # broken: no child may outlive us
         raise

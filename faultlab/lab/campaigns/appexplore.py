@@ -22,6 +22,7 @@ from faultlab.lab.campaigns.explore import (
     Progress,
     Shard,
     coverage_result,
+    parse_fault_list,
     reference_failed,
     run_exploration,
 )
@@ -36,12 +37,7 @@ __all__ = ["app_matrix", "explore_app", "parse_app_faults", "parse_compare"]
 
 def parse_app_faults(faults: Sequence[str]) -> tuple[str, ...]:
     """`all` is every app fault; any other name must be one."""
-    names = [n for name in faults for n in (APP_FAULTS if name == "all" else (name,))]
-    for name in names:
-        if name not in APP_FAULTS:
-            raise LabUsageError(f"fault {name!r} is not supported with --app "
-                                f"(supported: {', '.join(APP_FAULTS)})")  # fmt: skip
-    return tuple(f for f in APP_FAULTS if f in names)
+    return parse_fault_list(faults, supported=APP_FAULTS, option="--app")
 
 
 def parse_compare(text: str | None) -> tuple[str, ...]:

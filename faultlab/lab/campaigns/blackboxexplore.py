@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from faultlab.lab.blackbox.drive import (
@@ -22,6 +22,7 @@ from faultlab.lab.campaigns.explore import (
     Progress,
     Shard,
     coverage_result,
+    parse_fault_list,
     reference_failed,
     run_exploration,
 )
@@ -45,12 +46,7 @@ __all__ = [
 
 def parse_blackbox_faults(faults: Sequence[str]) -> tuple[str, ...]:
     """`all` is every black-box fault; any other name must be one."""
-    names = [n for name in faults for n in (BLACKBOX_FAULTS if name == "all" else (name,))]
-    for name in names:
-        if name not in BLACKBOX_FAULTS:
-            raise LabUsageError(f"fault {name!r} is not supported with --agent "
-                                f"(supported: {', '.join(BLACKBOX_FAULTS)})")  # fmt: skip
-    return tuple(f for f in BLACKBOX_FAULTS if f in names)
+    return parse_fault_list(faults, supported=BLACKBOX_FAULTS, option="--agent")
 
 
 def _coverage(case: Case, reference: Reference) -> CaseResult:
@@ -99,6 +95,15 @@ def explore_blackbox(
             return [coverage]
         return [coverage, *plan_blackbox_cases(reference, options, wanted)]
 
+    return _run_planned(scenarios, options, plan, jobs=jobs, shard=shard, progress=progress)
+
+
+def _run_planned(
+    scenarios: Sequence[tuple[str, Scenario]], options: BlackboxOptions,
+    plan: Callable[[Reference], list[Case]], *, jobs: int, shard: Shard | None,
+    progress: Progress | None,
+) -> ExploreResult:  # fmt: skip
+    """The black-box cases `plan` makes of each scenario's fault-free run."""
     return run_exploration(
         scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-agent",
         reference=lambda path, scenario: run_blackbox_reference(path, scenario, options),
@@ -166,12 +171,7 @@ def fuzz_blackbox(
                                  faults=wanted, max_delay_ms=max_delay_ms)  # fmt: skip
         return [coverage, *(Case(reference.scenario_path, str(p), f) for p, f in pairs)]
 
-    return run_exploration(
-        scenarios, jobs=jobs, shard=None, progress=progress, threads="faultlab-agent",
-        reference=lambda path, scenario: run_blackbox_reference(path, scenario, options),
-        plan=plan, run=lambda case, reference: run_blackbox_or_coverage(case, reference, options),
-        kill=close_all,
-    )  # fmt: skip
+    return _run_planned(scenarios, options, plan, jobs=jobs, shard=None, progress=progress)
 
 
 def run_single_blackbox(

@@ -119,6 +119,8 @@ def read_openai_agents_sqlite(path: str | Path, session_id: str | None = None) -
             conn.close()
     except sqlite3.DatabaseError as exc:
         raise LabUsageError(f"{where}: not an Agents SDK session database: {exc}") from None
+    except UnicodeDecodeError:  # SQLite's message about a damaged file is not UTF-8
+        raise LabUsageError(f"{where}: not an Agents SDK session database (damaged)") from None
     items: list[dict[str, Any]] = []
     skipped = 0
     for (raw,) in rows:

@@ -65,7 +65,9 @@ def snapshot(path: Path, raw: bytes | None = None) -> bytes:
                 db.execute("PRAGMA journal_mode=DELETE")
             finally:
                 db.close()
-        except sqlite3.Error:
+        # A damaged file's error text may not even be UTF-8 (Python then
+        # fails decoding SQLite's message): damaged all the same.
+        except (sqlite3.Error, UnicodeDecodeError):
             return raw
         return copy.read_bytes()
 
@@ -144,6 +146,8 @@ def parse_sqlite(data: bytes, path: str) -> LogView:
         events, problems = _events(rows.fetchall())
     except sqlite3.Error as exc:
         return _bad(path, size, f"cannot read the database ({exc})")
+    except UnicodeDecodeError:  # SQLite's own message about the damage is not UTF-8
+        return _bad(path, size, "cannot read the database (it is damaged)")
     finally:
         db.close()
     return LogView(path, True, header, tuple(events), size, size, 0,

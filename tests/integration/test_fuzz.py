@@ -30,8 +30,8 @@ from faultlab.scenario import load_scenario
 
 HERE = Path(__file__).resolve().parents[1]
 WALL_CLOCK = f"{sys.executable} {HERE / 'variants' / 'wall_clock.py'}"
-# 300 in the suite (its time budget); FAULTLAB_FUZZ_EXAMPLES=500 for docs/fuzzing.md's runs.
-EXAMPLES = int(os.environ.get("FAULTLAB_FUZZ_EXAMPLES", "300"))
+# 150 in the suite (its time budget); FAULTLAB_FUZZ_EXAMPLES=500 for docs/fuzzing.md's runs.
+EXAMPLES = int(os.environ.get("FAULTLAB_FUZZ_EXAMPLES", "150"))
 pytestmark = pytest.mark.realprocess
 
 
@@ -146,10 +146,21 @@ def test_the_reference_runtime_is_deterministic(tmp_path: Path) -> None:
     assert code == 0, summary["findings"]
 
 
-def test_the_selftest_fuzz_stage_catches_nested_repair(tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    os.environ.get("FAULTLAB_SLOW_TESTS") != "1",
+    reason="3 minutes of shrinking with exec'd targets; the full `faultlab selftest` runs "
+    "this stage (FAULTLAB_SLOW_TESTS=1 to run it here)",
+)
+def test_the_selftest_fuzz_stage_catches_nested_repair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # repair_ignores_nested only shows when a nested call is durable and
     # unanswered at a kill point: the fuzz shapes' nested group under the
     # default policy.  This is the campaign the selftest's fuzz stage runs.
+    # Its catch is in the log, not in the system calls: the reference runs
+    # skip strace here (half the time; tests/integration/test_syscall_truth.py
+    # covers the traced ground truth).
+    monkeypatch.setenv("FAULTLAB_GROUND_TRUTH", "facts")
     from faultlab.lab.campaigns.selftest import fuzz_campaign as stage
     from faultlab.lab.campaigns.selftest import judge_variant
     from faultlab.lab.campaigns.zoo import default_zoo_path, load_zoo

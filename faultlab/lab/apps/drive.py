@@ -32,7 +32,7 @@ from faultlab.lab.process.tree import ContainedProcess
 from faultlab.lab.read.histories import History
 from faultlab.lab.read.view import LogView
 from faultlab.lab.servers.gate import Gate, GateBridge
-from faultlab.lab.servers.points import KillPoint, parse_kill_point
+from faultlab.lab.servers.points import APP_BOUNDARIES, KillPoint, parse_kill_point
 from faultlab.scenario import Scenario
 
 __all__ = [
@@ -216,7 +216,7 @@ def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseR
     if durability != options.durability:
         raise LabUsageError(f"{case.id}: planned for durability {durability}, "
                             f"run with {options.durability}")  # fmt: skip
-    point = parse_kill_point(case.occurrence)
+    point = parse_kill_point(case.occurrence, boundaries=APP_BOUNDARIES)
     where = options.workdir / "app-cases" / slug(case.id)
     rig = _Rig(case.scenario, options, where, point if fault == "sigkill" else None)
     artifacts = {"dir": str(where), "records": str(where / "records.jsonl")}

@@ -31,7 +31,7 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import Reference
 from faultlab.lab.process.tree import close_all
-from faultlab.lab.servers.points import BLACKBOX_BOUNDARIES, KillPoint, parse_kill_point
+from faultlab.lab.servers.points import KillPoint, parse_kill_point
 from faultlab.scenario import Scenario, load_scenario
 
 __all__ = [
@@ -184,9 +184,6 @@ def run_single_blackbox(
     path = os.path.realpath(scenario)
     text, _, repeat = occurrence.partition("~")
     point = None if occurrence == COVERAGE else parse_kill_point(text)
-    if point is not None and point.boundary not in BLACKBOX_BOUNDARIES:  # an --app's boundary
-        raise LabUsageError(f"unknown black-box boundary {point.boundary!r} "
-                            f"(boundaries: {', '.join(BLACKBOX_BOUNDARIES)})")  # fmt: skip
     if repeat and not repeat.isdigit():
         raise LabUsageError(f"{occurrence}: a repeat is ~N, like tool/applied#1@200ms~2")
     reference = run_blackbox_reference(path, load_scenario(scenario), options)

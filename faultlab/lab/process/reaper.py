@@ -265,20 +265,18 @@ def freeze_kill(tree: _Tree, group: int | None, *, scan: bool = False) -> bool:
     deadline = time.monotonic() + _KILL_BOUND
     while True:
         tree.reap()
-        live = _targets(cgroup, group)
+        live, groups = _targets(cgroup, group)
         if not live:
             return True
         if time.monotonic() > deadline:
             return False
         stopped: dict[int, int] = {}
-        groups = _GROUPS_SEEN.copy()
         while new := {pid: start for pid, start in live.items() if pid not in stopped}:
             _stop_groups(groups, group)
             for pid, start in new.items():
                 _send(pid, start, signal.SIGSTOP)
             stopped.update(new)
-            live = _targets(cgroup, group)
-            groups = _GROUPS_SEEN.copy()
+            live, groups = _targets(cgroup, group)
         for pid, start in stopped.items():
             _send(pid, start, signal.SIGKILL)
         tree.pause(0.005)
@@ -301,19 +299,15 @@ def _stop_groups(groups: set[int], group: int | None) -> None:
             pass
 
 
-_GROUPS_SEEN: set[int] = set()  # the process groups of the last `_targets` scan
-
-
-def _targets(cgroup: str | None, group: int | None) -> dict[int, int]:
+def _targets(cgroup: str | None, group: int | None) -> tuple[dict[int, int], set[int]]:
+    """The live members (pid -> start time) and the process groups they are in."""
     found = _members(cgroup) if cgroup else _descendants(os.getpid())
     live = {
         pid: (start, pgid)
         for pid, (_ppid, pgid, state, start) in found.items()
         if state != "Z" and (group is None or pgid == group)
     }
-    _GROUPS_SEEN.clear()
-    _GROUPS_SEEN.update(pgid for _start, pgid in live.values())
-    return {pid: start for pid, (start, _pgid) in live.items()}
+    return {pid: start for pid, (start, _) in live.items()}, {pgid for _, pgid in live.values()}
 
 
 def _end_namespace(tree: _Tree) -> None:

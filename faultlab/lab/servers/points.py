@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from faultlab.lab.errors import LabUsageError
@@ -87,15 +88,20 @@ class KillPoint:
         return f"{self.occurrence}@{delay}"
 
 
-def parse_kill_point(text: str) -> KillPoint:
+def parse_kill_point(text: str, *, boundaries: Sequence[str] = BLACKBOX_BOUNDARIES) -> KillPoint:
     """`tool/applied`, `tool/applied#2`, `tool/applied#2@200ms`, `model/request@1s`
-    (no `#n`: the first; no delay: 0).  Raises LabUsageError."""
+    (no `#n`: the first; no delay: 0), at one of `boundaries` (a black-box
+    agent's by default; an --app's are APP_BOUNDARIES).  Raises LabUsageError."""
     match = _TEXT.fullmatch(text.strip())
     if match is None:
         raise LabUsageError(
             f"bad black-box kill point {text!r} (like tool/applied#1@200ms: "
             f"boundary, optional #occurrence, optional @delay in ms or s)"
         )
+    if match["boundary"] not in boundaries:
+        kind = "--app" if boundaries is APP_BOUNDARIES else "black-box"
+        raise LabUsageError(f"unknown {kind} boundary {match['boundary']!r} "
+                            f"(boundaries: {', '.join(boundaries)})")  # fmt: skip
     delay = int(match["delay"] or 0) * (1000 if match["unit"] == "s" else 1)
     return KillPoint(match["boundary"], int(match["n"] or 1), delay)
 

@@ -60,7 +60,7 @@ def test_the_false_alarm_campaign_flags_a_broken_runtime(
     from faultlab.lab.campaigns.fuzz import selftest_campaign
 
     broken = [sys.executable, str(VARIANTS / "no_request_checkpoint.py")]
-    results = selftest_campaign(target=broken, examples=60, timeout=60, workdir=tmp_path, jobs=2)
+    results = selftest_campaign(target=broken, examples=30, timeout=60, workdir=tmp_path, jobs=2)
     row = judge_reference(results, stage="fuzz")
     assert row.status == "false-alarm" and "REQUEST_ENVELOPE_LOST" in row.codes
 

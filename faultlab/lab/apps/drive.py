@@ -245,7 +245,7 @@ def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseR
                 resume=tuple(records[len(crash):]), ledger=read_ledger(rig.ledger),
                 reference_ledger=reference.ledger, durable_at_kill=_durable(at_kill),
                 final=final.history, style=style, resume_status=r_status or 0,
-                resume_stderr=rig.tail(rig.runs, style),
+                resume_stderr=rig.tail(rig.runs, style), forks=final.forks,
             )  # fmt: skip
             violations = check_app(observation)
             if r_hung:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,18 +24,23 @@ class PersistedThread:
     """What a resumed process would find: `history` is the latest
     checkpoint's messages; `pending` its pending writes (task name,
     channel); `chain` each checkpoint's step and id, oldest first;
-    `scheduled` the nodes the latest checkpoint will run next."""
+    `scheduled` the nodes the latest checkpoint will run next; `forks`
+    the checkpoints (the empty string: the thread's start) that more than
+    one checkpoint names as its parent: two writers continued from the same
+    point, and the chain is a tree."""
 
     history: History
     pending: tuple[tuple[str, str], ...]
     chain: tuple[tuple[int, str], ...]
     scheduled: tuple[str, ...]
     pending_history: History  # messages the pending writes would add
+    forks: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"history": self.history.to_json(), "pending": [list(p) for p in self.pending],
                 "chain": [list(c) for c in self.chain], "scheduled": list(self.scheduled),
-                "pendingMessages": self.pending_history.to_json()}  # fmt: skip
+                "pendingMessages": self.pending_history.to_json(),
+                "forks": list(self.forks)}  # fmt: skip
 
 
 def _messages(values: Any) -> History:
@@ -91,4 +97,16 @@ def read_thread(db: Path, thread: str) -> PersistedThread:
     chain = tuple((int(t.metadata.get("step", -1)), str(t.checkpoint["id"]))
                   for t in reversed(tuples))  # fmt: skip
     return PersistedThread(_messages(values.get("messages", [])), tuple(pending), chain,
-                           scheduled, _messages(pending_msgs))  # fmt: skip
+                           scheduled, _messages(pending_msgs), _forks(tuples))  # fmt: skip
+
+
+def _forks(tuples: list[Any]) -> tuple[str, ...]:
+    """Parents named by more than one checkpoint of the thread's root
+    namespace (a subgraph's checkpoints have parents of their own)."""
+    children: Counter[str] = Counter()
+    for t in tuples:
+        if t.config["configurable"].get("checkpoint_ns", ""):
+            continue
+        parent = (t.parent_config or {}).get("configurable", {}).get("checkpoint_id", "")
+        children[str(parent)] += 1
+    return tuple(sorted(p for p, n in children.items() if n > 1))

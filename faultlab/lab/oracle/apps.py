@@ -35,6 +35,9 @@ class AppObservation:
     style: str
     resume_status: int
     resume_stderr: str = ""
+    # Checkpoints more than one checkpoint of the final thread continues
+    # from (`PersistedThread.forks`): two writers forked the chain.
+    forks: tuple[str, ...] = ()
 
 
 def _started(records: Sequence[dict[str, Any]]) -> list[str]:
@@ -80,20 +83,39 @@ def check_app(o: AppObservation) -> list[Violation]:
                              f"the resumed thread breaks the model APIs' pairing rules: {why}"
                              + (f" (the model rejected {len(rejected)} request(s))"
                                 if rejected else ""), {"rejected": len(rejected)}))  # fmt: skip
+    if o.forks:
+        out.append(Violation("SEQ_FORK",
+                             f"the thread's checkpoint chain forked: {len(o.forks)} checkpoint(s) "
+                             "have more than one successor (two writers continued the thread)",
+                             {"forks": list(o.forks)}))  # fmt: skip
     if o.style == "hook":
         out.extend(_classification(o, set(started)))
-    failed = next((i for i, r in enumerate(o.crash) if r.get("fact") == "app/ioerror"), None)
-    if failed is not None:
-        after = [r for r in o.crash[failed + 1:]
-                 if r.get("boundary") in ("model/request", "tool/started")]  # fmt: skip
-        if after:
-            out.append(Violation("DISPATCH_AFTER_FAILED_CHECKPOINT",
-                                 f"{o.crash[failed].get('at')} failed, and the app went on to "
-                                 f"{after[0]['boundary']}", {"at": o.crash[failed].get("at")}))
+    out.extend(_dispatch_after_failure(o.crash))
     if o.resume_status != 0 and not rejected and not out:
         out.append(Violation("RESUME_FAILED", f"the recovery exited {o.resume_status}: "
                              f"{o.resume_stderr.strip().splitlines()[-1:]}"))  # fmt: skip
     return out
+
+
+def _dispatch_after_failure(crash: Sequence[dict[str, Any]]) -> list[Violation]:
+    """G9: nothing is dispatched on a checkpoint write that failed.  Counted
+    from the failed write's start, not its failure: a framework that writes
+    in the background (LangGraph's `async`) may start the tools that write
+    schedules while it is still in flight, and those ran on a checkpoint
+    that never became durable."""
+    failed = next((r for r in crash if r.get("fact") == "app/ioerror"), None)
+    if failed is None:
+        return []
+    boundary, _, n = str(failed.get("at")).partition("#")
+    start = next((i for i, r in enumerate(crash)
+                  if r.get("boundary") == boundary and str(r.get("n")) == n),
+                 crash.index(failed))  # fmt: skip
+    after = [r for r in crash[start + 1:] if r.get("boundary") in ("model/request", "tool/started")]
+    if not after:
+        return []
+    return [Violation("DISPATCH_AFTER_FAILED_CHECKPOINT",
+                      f"{failed.get('at')} failed, and the app went on to {after[0]['boundary']} "
+                      "on the state it was writing", {"at": failed.get("at")})]
 
 
 def _classification(o: AppObservation, started: set[str]) -> list[Violation]:

@@ -65,3 +65,19 @@ def test_work_after_a_failed_checkpoint_write() -> None:
     crash = ({"fact": "app/ioerror", "at": "checkpoint/put#3"}, _started())
     codes = _codes(_obs(crash=crash))
     assert "DISPATCH_AFTER_FAILED_CHECKPOINT" in codes
+
+
+def test_work_started_while_the_failing_write_was_in_flight() -> None:
+    # LangGraph's async mode: the tool starts while the write scheduling it
+    # runs in the background; the write then fails.
+    put = {"boundary": "checkpoint/put", "n": 3}
+    crash = (put, _started(), {"fact": "app/ioerror", "at": "checkpoint/put#3"})
+    assert "DISPATCH_AFTER_FAILED_CHECKPOINT" in _codes(_obs(crash=crash))
+    # A write that fails before anything else runs (sync mode) stops the app.
+    quiet = (put, {"fact": "app/ioerror", "at": "checkpoint/put#3"})
+    assert "DISPATCH_AFTER_FAILED_CHECKPOINT" not in _codes(_obs(crash=quiet, resume=()))
+
+
+def test_a_forked_checkpoint_chain_is_a_seq_fork() -> None:
+    assert _codes(_obs(crash=(), forks=("1ef-a",))) == ["SEQ_FORK"]
+    assert _codes(_obs(crash=(), forks=())) == []

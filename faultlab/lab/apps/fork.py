@@ -33,6 +33,11 @@ class AppForkServer(ForkServer):
     module = "faultlab.lab.apps.forkserver"
     what = "the app fork server"
 
+    @property
+    def pid(self) -> int:
+        """The server's pid: every child it forks is its child."""
+        return self._process.pid
+
 
 _servers: dict[tuple[str, str, str, str], AppForkServer] = {}
 _servers_lock = threading.Lock()

@@ -80,6 +80,23 @@ def test_kill_tree_sigkills_the_child_and_the_server_reaps_it(
     child.close()
 
 
+def test_the_kill_takes_what_the_child_started_in_its_group(
+    toy: AppForkServer, tmp_path: Path
+) -> None:
+    child = _start(toy, tmp_path, "grandchild")
+    out = tmp_path / "out"
+    for _ in range(1000):  # until the child has printed its helper's pid
+        if out.read_bytes().endswith(b"\n"):
+            break
+        assert child.wait(0.01) is None
+    helper = psutil.Process(int(out.read_text()))
+    assert helper.ppid() == child.pid
+    assert child.kill_tree() == -9
+    _gone, alive = psutil.wait_procs([helper], timeout=10)
+    assert not alive
+    child.close()
+
+
 def test_a_server_whose_preload_starts_a_thread_refuses_to_fork(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     server = AppForkServer(arguments=(TOY, "threads:x"), env=env, cwd=str(REPO))

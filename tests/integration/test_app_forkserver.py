@@ -197,3 +197,12 @@ def test_a_failing_app_exits_the_same_forked_and_execd(
         reference = run_app_reference(PAYMENT, load_scenario(PAYMENT), options)
         assert reference.returncode == 1, spawn
         assert "RuntimeError: whoami: the app failed" in reference.stderr, spawn
+
+
+def test_the_spawn_option_is_fork_or_exec(tmp_path: Path) -> None:
+    from faultlab.lab.apps import AppOptions
+
+    assert AppOptions(WHOAMI, tmp_path).spawn == "fork"
+    assert AppOptions(WHOAMI, tmp_path, spawn="exec").spawn == "exec"
+    with pytest.raises(LabUsageError, match="spawn 'vfork': one of fork, exec"):
+        AppOptions(WHOAMI, tmp_path, spawn="vfork")

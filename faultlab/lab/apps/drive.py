@@ -134,8 +134,10 @@ class _Rig:
         stdout, stderr = self.where / f"{name}.stdout", self.where / f"{name}.stderr"
         process: ContainedProcess | ForkedApp
         if self.options.spawn == "fork":
-            module, target = argv[2], argv[argv.index("--app") + 1]
-            server = app_server(module, target, cwd=os.getcwd(), env=env)
+            # argv is [python, -m, CHILD_MODULE, *arguments]: the server
+            # preloads the child module and the app once, forks one per run.
+            server = app_server(argv[2], parse_app(self.options.app)[1], cwd=os.getcwd(),
+                                env=env)  # fmt: skip
             process = ForkedApp.start(server, argv[3:], cwd=Path.cwd(), env=env,
                                       stdout_path=stdout, stderr_path=stderr)  # fmt: skip
         else:

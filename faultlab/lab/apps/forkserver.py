@@ -105,6 +105,15 @@ def _child(request: dict[str, Any], fds: list[int], child_module: str) -> None:
         os._exit(code)
 
 
+def _threads() -> int:
+    """The threads of this process, the ones Python did not start included
+    (a native library's pool is as unsafe to fork as a Python thread)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
 def _reap(sock: socket.socket) -> None:
     while True:
         try:
@@ -125,7 +134,7 @@ def serve(fd: int, child_module: str, app: str) -> None:
         # same error itself and reports it the way an exec'd child does.
         importlib.import_module(child_module).preload(app)
     refusal = None
-    threads = threading.active_count()
+    threads = _threads()
     if threads != 1:
         # A fork copies only the calling thread: a lock another thread held
         # would stay held in every child.

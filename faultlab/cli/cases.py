@@ -169,7 +169,8 @@ def explore(
             if value is not None:
                 raise UserError(f"--app cannot be combined with --{name}")
         return _explore_app(paths, app=app, compare=compare, jobs=jobs, shard=shard,
-                            timeout=timeout, as_json=as_json, faults=faults)  # fmt: skip
+                            timeout=timeout, as_json=as_json, faults=faults,
+                            spawn=spawn)  # fmt: skip
     if compare is not None:
         raise UserError("--compare needs --app")
     if agent is not None:
@@ -276,7 +277,7 @@ def _say_records(path: Path) -> None:
 
 def _explore_app(
     paths: Sequence[Path], *, app: str, compare: str | None, jobs: int, shard: Shard | None,
-    timeout: float, as_json: bool, faults: str,
+    timeout: float, as_json: bool, faults: str, spawn: str = "fork",
 ) -> int:  # fmt: skip
     """`explore --app`: a framework app's cases, in each durability mode."""
     from faultlab import lab
@@ -296,7 +297,8 @@ def _explore_app(
                 f"{jobs} job(s)" + (f", shard {shard}" if shard else ""))  # fmt: skip
             results[mode] = explore_app(loaded, app=app, workdir=work, durability=mode,
                                         jobs=jobs, shard=shard, faults=fault_names,
-                                        timeout=timeout, progress=show.Progress())  # fmt: skip
+                                        timeout=timeout, progress=show.Progress(),
+                                        spawn=spawn)  # fmt: skip
     for line in app_matrix(results):
         say(line)
     passed = all(r.passed for r in results.values())

@@ -116,8 +116,9 @@ backend = click.option(
 )  # fmt: skip
 spawn = click.option(
     "--spawn", type=click.Choice(["fork", "exec"]), default="fork", show_default=True,
-    help="fork: children of the reference runtime come from a fork server (fast); "
-    "exec: a fresh interpreter per child (the fidelity reference). --target always execs.",
+    help="fork: children of the reference runtime (or of an --app) come from a fork server "
+    "(fast); exec: a fresh interpreter per child (the fidelity reference). --target always "
+    "execs.",
 )  # fmt: skip
 drive = click.option(
     "--drive", type=click.Choice(["classic", "acp"]), default="classic", show_default=True,

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from faultlab.lab.apps.fork import ForkedApp, app_server
 from faultlab.lab.apps.lgstate import PersistedThread, read_thread
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.apps import AppObservation, check_app
@@ -39,6 +40,7 @@ __all__ = [
     "APP_FAULTS",
     "DURABILITIES",
     "RESUME_STYLES",
+    "SPAWNS",
     "AppOptions",
     "parse_app",
     "plan_app_cases",
@@ -52,6 +54,7 @@ DURABILITIES = ("exit", "async", "sync")
 # installed repair), then invoke(None).
 RESUME_STYLES = ("resume", "resend", "hook")
 APP_FAULTS = ("sigkill", "io-error")
+SPAWNS = ("fork", "exec")
 _WRITES = ("checkpoint/put", "checkpoint/writes")
 _THREAD = "faultlab-case"
 _POLL = 0.005
@@ -72,16 +75,22 @@ def parse_app(spec: str) -> tuple[str, str]:
 @dataclass(frozen=True, slots=True)
 class AppOptions:
     """How app cases run: the app, the durability mode, the resume styles
-    planned, the work dir and the per-process budget."""
+    planned, the work dir, the per-process budget and how a child starts."""
 
     app: str
     workdir: Path
     durability: str = "async"
     styles: tuple[str, ...] = ("resume", "resend", "hook")
     timeout: float = 60.0
+    # fork: the children come from a fork server that imported the framework
+    # and the app once (faultlab/lab/apps/forkserver.py); exec: a fresh
+    # interpreter per child under its supervisor (the fidelity reference).
+    spawn: str = "fork"
 
     def __post_init__(self) -> None:
         parse_app(self.app)
+        if self.spawn not in SPAWNS:
+            raise LabUsageError(f"spawn {self.spawn!r}: one of {', '.join(SPAWNS)}")
         if self.durability not in DURABILITIES:
             raise LabUsageError(f"durability {self.durability!r}: one of {', '.join(DURABILITIES)}")
         for style in self.styles:
@@ -122,9 +131,18 @@ class _Rig:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p)
         self.gate.note("app/start", run=self.runs, action=action)
-        process = ContainedProcess.start(argv, cwd=Path.cwd(), env=env, stdin_path=None,
-                                         stdout_path=self.where / f"{name}.stdout",
-                                         stderr_path=self.where / f"{name}.stderr")  # fmt: skip
+        stdout, stderr = self.where / f"{name}.stdout", self.where / f"{name}.stderr"
+        process: ContainedProcess | ForkedApp
+        if self.options.spawn == "fork":
+            # argv is [python, -m, CHILD_MODULE, *arguments]: the server
+            # preloads the child module and the app once, forks one per run.
+            server = app_server(argv[2], parse_app(self.options.app)[1], cwd=os.getcwd(),
+                                env=env)  # fmt: skip
+            process = ForkedApp.start(server, argv[3:], cwd=Path.cwd(), env=env,
+                                      stdout_path=stdout, stderr_path=stderr)  # fmt: skip
+        else:
+            process = ContainedProcess.start(argv, cwd=Path.cwd(), env=env, stdin_path=None,
+                                             stdout_path=stdout, stderr_path=stderr)  # fmt: skip
         killed, hung, status = False, None, None
         try:
             deadline = time.monotonic() + self.options.timeout

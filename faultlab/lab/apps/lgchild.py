@@ -40,7 +40,7 @@ from faultlab.lab.servers.ledger import LedgerWriter
 from faultlab.scenario import Scenario, load_scenario
 from faultlab.scenario.model import Step, ToolSpec
 
-__all__ = ["CheckpointProbe", "ScriptedChatModel", "main", "to_history"]
+__all__ = ["CheckpointProbe", "ScriptedChatModel", "main", "preload", "to_history"]
 
 THREAD = "faultlab-case"
 
@@ -221,6 +221,14 @@ def _factory(spec: str) -> tuple[Any, Any]:
     module_name, _, name = spec.rpartition(":")
     module = importlib.import_module(module_name)
     return getattr(module, name), getattr(module, "before_resume", None)
+
+
+def preload(app: str) -> None:
+    """What the app fork server imports once before it forks the children
+    (faultlab/lab/apps/forkserver.py): this module (so the framework) and the
+    user's MODULE of `app` (MODULE:FACTORY).  Only imports: a graph built
+    here would start the framework's threads in the server."""
+    importlib.import_module(app.rpartition(":")[0])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

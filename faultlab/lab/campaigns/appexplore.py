@@ -16,6 +16,7 @@ from faultlab.lab.apps.drive import (
     run_app_case,
     run_app_reference,
 )
+from faultlab.lab.apps.fork import close_forked
 from faultlab.lab.campaigns.explore import (
     COVERAGE,
     ExploreResult,
@@ -70,12 +71,14 @@ def explore_app(
     scenarios: Sequence[tuple[str, Scenario]], *, app: str, workdir: Path,
     durability: str = "async", jobs: int = 1, shard: Shard | None = None,
     faults: Sequence[str] = ("sigkill",), styles: Sequence[str] = ("resume", "resend", "hook"),
-    timeout: float = 60.0, progress: Progress | None = None,
+    timeout: float = 60.0, progress: Progress | None = None, spawn: str = "fork",
 ) -> ExploreResult:  # fmt: skip
-    """Every case of `app` on `scenarios` in one durability mode."""
+    """Every case of `app` on `scenarios` in one durability mode; the
+    children forked by the app's fork server, or exec'd (`spawn`)."""
     if jobs < 1:
         raise LabUsageError(f"jobs must be at least 1, not {jobs}")
-    options = AppOptions(app, workdir / durability, durability, tuple(styles), timeout)
+    options = AppOptions(app, workdir / durability, durability, tuple(styles), timeout,
+                         spawn=spawn)  # fmt: skip
     wanted = parse_app_faults(faults)
 
     def plan(reference: Reference) -> list[Case]:
@@ -87,8 +90,14 @@ def explore_app(
     return run_exploration(
         scenarios, jobs=jobs, shard=shard, progress=progress, threads="faultlab-app",
         reference=lambda path, scenario: run_app_reference(path, scenario, options),
-        plan=plan, run=lambda case, reference: _run(case, reference, options), kill=close_all,
+        plan=plan, run=lambda case, reference: _run(case, reference, options), kill=_kill_all,
     )  # fmt: skip
+
+
+def _kill_all() -> None:
+    """On interrupt: every app child, exec'd (under its supervisor) or forked."""
+    close_all()
+    close_forked()
 
 
 def app_matrix(results: dict[str, ExploreResult]) -> list[str]:

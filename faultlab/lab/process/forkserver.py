@@ -60,11 +60,15 @@ class ForkServer:
     what = "the fork server"
 
     def __init__(
-        self, *, python: str = sys.executable, ahead: int | None = None, warm: bool = True
-    ) -> None:
+        self, *, python: str = sys.executable, ahead: int | None = None, warm: bool = True,
+        arguments: Sequence[str] = (), env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> None:  # fmt: skip
         """Start the server; it keeps `ahead` children forked ahead of the
         requests (None: its default, 2; 0: it forks when asked), which warm
-        up while they wait if `warm` (docs/fork-server.md)."""
+        up while they wait if `warm` (docs/fork-server.md).  `arguments`
+        follow the socket's fd on its command line; `env` (default: the
+        trimmed environment every child is given) and `cwd` are its own."""
         if ahead is not None and (type(ahead) is not int or ahead < 0):
             raise ValueError(f"ahead must be an integer >= 0, not {ahead!r}")
         if type(warm) is not bool:
@@ -75,13 +79,14 @@ class ForkServer:
         extra = ([] if ahead is None else [str(ahead)]) + ([] if warm else ["cold"])
         try:
             self._process = subprocess.Popen(
-                [python, "-m", self.module, str(server_end.fileno()), *extra],
+                [python, "-m", self.module, str(server_end.fileno()), *arguments, *extra],
                 pass_fds=(server_end.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,
                 # What every child is given: a child then only adds its probe's.
-                env=trimmed_environment(),
+                env=trimmed_environment() if env is None else dict(env),
+                cwd=cwd,
             )
         finally:
             server_end.close()

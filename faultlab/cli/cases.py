@@ -169,8 +169,8 @@ def explore(
             if value is not None:
                 raise UserError(f"--app cannot be combined with --{name}")
         return _explore_app(paths, app=app, compare=compare, jobs=jobs, shard=shard,
-                            timeout=timeout, as_json=as_json, faults=faults,
-                            spawn=spawn)  # fmt: skip
+                            timeout=timeout, as_json=as_json, faults=faults, spawn=spawn,
+                            report_dir=None if no_report else report_dir)  # fmt: skip
     if compare is not None:
         raise UserError("--compare needs --app")
     if agent is not None:
@@ -278,11 +278,18 @@ def _say_records(path: Path) -> None:
 def _explore_app(
     paths: Sequence[Path], *, app: str, compare: str | None, jobs: int, shard: Shard | None,
     timeout: float, as_json: bool, faults: str, spawn: str = "fork",
+    report_dir: Path | None = None,
 ) -> int:  # fmt: skip
-    """`explore --app`: a framework app's cases, in each durability mode."""
+    """`explore --app`: a framework app's cases, in each durability mode, and
+    one report of them all (each failure's records, databases and readings)."""
     from faultlab import lab
     from faultlab.lab.apps import parse_app
-    from faultlab.lab.campaigns.appexplore import app_matrix, explore_app, parse_compare
+    from faultlab.lab.campaigns.appexplore import (
+        app_matrix,
+        combined_result,
+        explore_app,
+        parse_compare,
+    )
 
     parse_app(app)
     modes = parse_compare(compare)
@@ -299,11 +306,18 @@ def _explore_app(
                                         jobs=jobs, shard=shard, faults=fault_names,
                                         timeout=timeout, progress=show.Progress(),
                                         spawn=spawn)  # fmt: skip
+        report = None
+        if report_dir is not None:  # inside the workdir: the failures' files are still there
+            info = lab.RunInfo(lab.new_run_id(), tuple(sys.argv), (app,), None, timeout,
+                               spawn, None, "app")  # fmt: skip
+            report = lab.write_report(combined_result(results), info, report_dir)
     for line in app_matrix(results):
         say(line)
     passed = all(r.passed for r in results.values())
+    if report is not None:
+        say(f"report: {report}")
     if as_json:
-        emit_json({"passed": passed, "modes": {
+        emit_json({"passed": passed, "report": str(report) if report else None, "modes": {
             mode: {"passed": r.passed, "counts": r.counts,
                    "cases": [c.to_json() for c in r.results]}
             for mode, r in results.items()}})  # fmt: skip
@@ -530,6 +544,14 @@ def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
         hint = f" (it has {len(known)} case(s), e.g. {known[0]})" if known else ""
         raise UserError(f"case {case_id!r} is not in {report_dir / 'latest'}{hint}")
     record, info = found
+    if info.get("drive") == "app":  # a framework app's case: target holds the --app spec
+        with lab.workdir() as work:
+            result = lab.run_app_single(
+                record["scenario"], record["occurrence"], app=info["target"][0],
+                fault=record["fault"], timeout=info.get("timeout", 60.0), workdir=work,
+                spawn=spawn,
+            )  # fmt: skip
+        return _said_replay(case_id, record, result, as_json)
     if info.get("drive") == "agent":  # a black-box case: target holds the agent
         with lab.workdir() as work:
             result = lab.run_agent_case(

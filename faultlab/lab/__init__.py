@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         run_single,
         workdir,
     )
+    from faultlab.lab.campaigns.appexplore import run_app_single
     from faultlab.lab.campaigns.explore import (
         COVERAGE,
         ExploreResult,
@@ -158,6 +159,7 @@ __all__ = [
     "recorded_ids",
     "reference_run",
     "run_agent_case",
+    "run_app_single",
     "run_selftest",
     "run_single",
     "workdir",
@@ -230,6 +232,7 @@ _ON_USE = {
     "reference_run": "faultlab.lab.campaigns.api",
     "run_selftest": "faultlab.lab.campaigns.selftest",
     "run_agent_case": "faultlab.lab.campaigns.api",
+    "run_app_single": "faultlab.lab.campaigns.appexplore",
     "run_single": "faultlab.lab.campaigns.api",
     "workdir": "faultlab.lab.campaigns.api",
     "write_report": "faultlab.lab.report",

@@ -10,6 +10,7 @@
 # and the thread as the framework's own serializer reads it.
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -53,9 +54,15 @@ DURABILITIES = ("exit", "async", "sync")
 # last message again; hook: the app's `before_resume(graph, config)` (its
 # installed repair), then invoke(None).
 RESUME_STYLES = ("resume", "resend", "hook")
-APP_FAULTS = ("sigkill", "io-error")
+APP_FAULTS = ("sigkill", "io-error", "second-writer")
 SPAWNS = ("fork", "exec")
 _WRITES = ("checkpoint/put", "checkpoint/writes")
+# Where a second process resumes the thread while the first is held: the
+# model and tool points (inside a checkpoint write the first may hold the
+# database's lock, and the second would only wait for it).
+_SECOND_WRITER_AT = ("model/request", "tool/started", "tool/effect")
+_SECOND_WRITER_CODES = ("SEQ_FORK", "UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED",
+                        "PROVIDER_INVALID_HISTORY")  # fmt: skip
 _THREAD = "faultlab-case"
 _POLL = 0.005
 
@@ -98,6 +105,17 @@ class AppOptions:
                 raise LabUsageError(f"resume style {style!r}: one of {', '.join(RESUME_STYLES)}")
 
 
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One started child of a case: its process, its name in the case's
+    directory, its number, and when it has run out of time."""
+
+    process: ContainedProcess | ForkedApp
+    name: str
+    number: int
+    deadline: float
+
+
 class _Rig:
     """The gate, the ledger, the database and the child runs of one case."""
 
@@ -121,6 +139,11 @@ class _Rig:
             armed: bool = False) -> tuple[int | None, bool, str | None]:  # fmt: skip
         """One child to its exit, or to the kill when `armed` fires: (status,
         killed, hung message)."""
+        return self.finish(self.start(action, turn=turn, fail=fail), armed=armed)
+
+    def start(self, action: str, *, turn: int = 0,
+              fail: str | None = None) -> _Run:  # fmt: skip
+        """Start one child of the case."""
         self.runs += 1
         name = f"run{self.runs}-{action}"
         argv = [sys.executable, "-m", "faultlab.lab.apps.lgchild", self.scenario_path,
@@ -143,9 +166,23 @@ class _Rig:
         else:
             process = ContainedProcess.start(argv, cwd=Path.cwd(), env=env, stdin_path=None,
                                              stdout_path=stdout, stderr_path=stderr)  # fmt: skip
+        return _Run(process, name, self.runs, time.monotonic() + self.options.timeout)
+
+    def held(self, run: _Run) -> bool:
+        """Wait until `run` is held at the armed point (True) or has exited
+        or run out of time (False; `finish` then says which)."""
+        while not self.gate.fired.is_set():
+            if run.process.wait(_POLL) is not None or time.monotonic() > run.deadline:
+                return False
+        return True
+
+    def finish(self, run: _Run, *, armed: bool = False) -> tuple[int | None, bool, str | None]:
+        """`run` to its exit, or to the kill when `armed` fires: (status,
+        killed, hung message)."""
+        process, name = run.process, run.name
         killed, hung, status = False, None, None
         try:
-            deadline = time.monotonic() + self.options.timeout
+            deadline = run.deadline
             while True:
                 status = process.wait(_POLL)
                 if status is not None:
@@ -162,7 +199,7 @@ class _Rig:
                     break
         finally:
             process.close()
-            self.gate.note("app/exit", run=self.runs, status=status, killed=killed)
+            self.gate.note("app/exit", run=run.number, status=status, killed=killed)
         return status, killed, hung
 
     def persisted(self, name: str) -> PersistedThread:
@@ -218,6 +255,11 @@ def plan_app_cases(reference: Reference, options: AppOptions,
                 continue  # the next turn's first boundary is the same point
             if fault == "io-error" and (occurrence.partition("#")[0] not in _WRITES):
                 continue
+            if fault == "second-writer":
+                if occurrence.partition("#")[0] in _SECOND_WRITER_AT:
+                    cases.append(Case(reference.scenario_path, occurrence,
+                                      f"{fault}/resume/{options.durability}"))  # fmt: skip
+                continue
             for style in styles:
                 cases.append(Case(reference.scenario_path, occurrence,
                                   f"{fault}/{style}/{options.durability}"))  # fmt: skip
@@ -236,10 +278,18 @@ def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseR
                             f"run with {options.durability}")  # fmt: skip
     point = parse_kill_point(case.occurrence, boundaries=APP_BOUNDARIES)
     where = options.workdir / "app-cases" / slug(case.id)
-    rig = _Rig(case.scenario, options, where, point if fault == "sigkill" else None)
+    rig = _Rig(case.scenario, options, where, None if fault == "io-error" else point)
     artifacts = {"dir": str(where), "records": str(where / "records.jsonl")}
     verdict: Verdict = "pass"
     violations: list[Violation] = []
+    if fault == "second-writer":
+        try:
+            verdict, violations = _second_writer(case, reference, rig)
+        finally:
+            rig.close()
+            _write(where / "records.jsonl", rig.gate.snapshot())
+        return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "",
+                          artifacts)  # fmt: skip
     try:
         fail = case.occurrence if fault == "io-error" else None
         status, killed, hung = rig.run("run", fail=fail, armed=fault == "sigkill")
@@ -273,6 +323,51 @@ def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseR
         rig.close()
         _write(where / "records.jsonl", rig.gate.snapshot())
     return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
+
+
+def _second_writer(case: Case, reference: Reference,
+                   rig: _Rig) -> tuple[Verdict, list[Violation]]:  # fmt: skip
+    """While the first child is held at the armed point, a second one
+    resumes the thread (the framework's own resume) to its exit; then the
+    first goes on to its exit.  A refused second writer passes; one that
+    runs a call again, or whose writes and the first's fork the checkpoint
+    chain, fails."""
+    first = rig.start("run")
+    if not rig.held(first):
+        status, _, hung = rig.finish(first)
+        if hung:
+            return "hung", [Violation("CHILD_HUNG", hung)]
+        return "drift", [Violation("DRIFT", f"the app never reached {case.occurrence} "
+                                            f"(the fault-free run did); it exited {status}")]
+    crash = rig.gate.snapshot()
+    at_kill = rig.persisted("at-kill")
+    turns = [int(r["turn"]) for r in crash if r.get("fact") == "app/turn"]
+    second_status, _, second_hung = rig.run("resume", turn=turns[-1] if turns else 0)
+    rig.gate.release(survivors_proceed=True)  # the held first writer goes on
+    first_status, _, first_hung = rig.finish(first)
+    final = rig.persisted("final")
+    records = rig.gate.snapshot()
+    observation = AppObservation(
+        scenario=reference.scenario, crash=tuple(crash), resume=tuple(records[len(crash):]),
+        ledger=read_ledger(rig.ledger), reference_ledger=reference.ledger,
+        durable_at_kill=_durable(at_kill), final=final.history, style="resume",
+        resume_status=0,  # a second writer that is refused does right
+        forks=final.forks,
+    )  # fmt: skip
+    # What a second writer is about; the held first writer was not killed,
+    # so what a kill there would lose (TOOL_INTENT_LOST) is the sigkill
+    # case's question, not this one's.
+    violations = [dataclasses.replace(v, message=v.message.replace(
+                      "before the kill, and the resumed app", "while the first process was "
+                      "held there, and the second writer"))
+                  for v in check_app(observation) if v.code in _SECOND_WRITER_CODES]  # fmt: skip
+    if first_status != 0 and not first_hung:
+        violations.append(Violation(
+            "SEQ_FORK", f"the live writer exited {first_status} after a second writer "
+            f"(which exited {second_status}) resumed its thread",
+            {"status": first_status, "second": second_status}))  # fmt: skip
+    violations += [Violation("CHILD_HUNG", h) for h in (second_hung, first_hung) if h]
+    return ("fail" if violations else "pass"), violations
 
 
 def _write(path: Path, records: Sequence[dict[str, Any]]) -> None:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,9 +32,16 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import Reference
 from faultlab.lab.process.tree import close_all
-from faultlab.scenario import Scenario
+from faultlab.scenario import Scenario, load_scenario
 
-__all__ = ["app_matrix", "explore_app", "parse_app_faults", "parse_compare"]
+__all__ = [
+    "app_matrix",
+    "combined_result",
+    "explore_app",
+    "parse_app_faults",
+    "parse_compare",
+    "run_app_single",
+]
 
 
 def parse_app_faults(faults: Sequence[str]) -> tuple[str, ...]:
@@ -125,3 +133,42 @@ def app_matrix(results: dict[str, ExploreResult]) -> list[str]:
         cells_text = "  ".join(f"{row.get(m, '-'):{columns[m]}}" for m in modes)
         lines.append(f"{name:{width}}  {cells_text}".rstrip())
     return lines
+
+
+def run_app_single(
+    scenario: str, occurrence: str, *, app: str, fault: str, workdir: Path,
+    timeout: float = 60.0, spawn: str = "fork",
+) -> CaseResult:  # fmt: skip
+    """One app case, as `explore --app` recorded it: `fault` is the case's
+    whole fault, FAULT/STYLE/DURABILITY (e.g. `sigkill/resume/sync`); the
+    fault-free run first, for its ledger and its occurrences."""
+    parts = fault.split("/")
+    if len(parts) != 3:
+        raise LabUsageError(f"app case fault {fault!r}: expected FAULT/STYLE/DURABILITY, "
+                            "e.g. sigkill/resume/sync")  # fmt: skip
+    name, style, durability = parts
+    parse_app_faults([name])
+    options = AppOptions(app, workdir / durability, durability, (style,), timeout, spawn=spawn)
+    path = os.path.realpath(scenario)
+    reference = run_app_reference(path, load_scenario(path), options)
+    case = Case(path, occurrence, fault)
+    if reference.returncode != 0:
+        return reference_failed(case, reference)
+    if occurrence not in reference.occurrences:
+        raise LabUsageError(f"{occurrence}: the fault-free run of {app} never reached it "
+                            f"(it reached {len(set(reference.occurrences))} occurrence(s))")
+    return run_app_case(case, reference, options)
+
+
+def combined_result(results: dict[str, ExploreResult]) -> ExploreResult:
+    """The explorations of every durability mode as one (for one report:
+    the case ids already say the mode)."""
+    parts = list(results.values())
+    return ExploreResult(
+        results=tuple(r for part in parts for r in part.results),
+        references=tuple(ref for part in parts for ref in part.references),
+        seconds=sum(part.seconds for part in parts), shard=parts[0].shard if parts else None,
+        stopped=any(part.stopped for part in parts),
+        complete=all(part.complete for part in parts),
+        planned=sum(len(p.results) if p.planned is None else p.planned for p in parts),
+    )  # fmt: skip

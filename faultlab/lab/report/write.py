@@ -305,6 +305,9 @@ def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir
     if info.drive == "agent":  # a black-box case: the same agent, unmodified
         runner, needs = "run_agent_case", " and the agent"
         call = f"agent={(info.target or ('reference',))[0]!r},"
+    elif info.drive == "app":  # a framework app's case: run where its module imports
+        runner, needs = "run_app_single", ", the framework and the app's module"
+        call = f"app={(info.target or ('',))[0]!r},"
     else:
         runner, needs = "run_single", ""
         call = (f"policy={info.policy!r}, target={list(info.target) if info.target else None!r},"

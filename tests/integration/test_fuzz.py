@@ -57,11 +57,6 @@ def test_a_campaign_against_the_semantic_policy_passes(tmp_path: Path) -> None:
     assert f"{EXAMPLES} example(s)" in stderr
 
 
-# The tests of one module fixture on one xdist worker (`--dist loadgroup` in
-# pyproject): otherwise each worker that gets one of them runs the campaign.
-_ONE_WORKER = pytest.mark.xdist_group("fuzz-turn-only")
-
-
 @pytest.fixture(scope="module")
 def turn_only(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, Any]:
     reports = tmp_path_factory.mktemp("reports")
@@ -76,7 +71,6 @@ def turn_only(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, Any]
     return reports, code, summary
 
 
-@_ONE_WORKER
 def test_turn_only_is_caught_and_shrunk_to_at_most_one_tool_call(
     turn_only: tuple[Path, int, Any],
 ) -> None:
@@ -94,7 +88,6 @@ def test_turn_only_is_caught_and_shrunk_to_at_most_one_tool_call(
     assert row["verdict"] == "fail" and row["shrunkFrom"] == finding["firstFound"]
 
 
-@_ONE_WORKER
 def test_the_regression_test_fails_alone_under_plain_pytest(
     turn_only: tuple[Path, int, Any], tmp_path: Path
 ) -> None:
@@ -110,7 +103,6 @@ def test_the_regression_test_fails_alone_under_plain_pytest(
     assert finding["codes"][0] in run.stdout and "1 failed" in run.stdout
 
 
-@_ONE_WORKER
 def test_the_replay_command_reproduces_the_finding(turn_only: tuple[Path, int, Any]) -> None:
     finding = turn_only[2]["findings"][0]
     argv = shlex.split(finding["replay"])
@@ -120,7 +112,6 @@ def test_the_replay_command_reproduces_the_finding(turn_only: tuple[Path, int, A
     assert orjson.loads(result.stdout)["codes"] == finding["codes"]
 
 
-@_ONE_WORKER
 def test_a_later_campaign_replays_the_saved_failure_first(turn_only: tuple[Path, int, Any]) -> None:
     reports, _code, first = turn_only
     code, summary, _stderr = fuzz("--examples", "5", "--seed", "99", "--policy", "turn-only",

@@ -38,7 +38,6 @@ def semantic_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Any, Pa
     return code, data, reports
 
 
-@pytest.mark.xdist_group("explore-semantic")
 def test_semantic_explore_passes_and_reaches_every_declared_boundary(
     semantic_run: tuple[int, Any, Path],
 ) -> None:
@@ -50,7 +49,6 @@ def test_semantic_explore_passes_and_reaches_every_declared_boundary(
     assert len(data["cases"]) > 30
 
 
-@pytest.mark.xdist_group("explore-semantic")
 def test_the_report_is_complete_and_its_junit_counts_every_case(
     semantic_run: tuple[int, Any, Path],
 ) -> None:
@@ -85,7 +83,6 @@ def turn_only_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Any, P
     return code, data, reports
 
 
-@pytest.mark.xdist_group("explore-turn-only")
 def test_turn_only_fails_with_the_codes_the_design_predicts(
     turn_only_run: tuple[int, Any, Path],
 ) -> None:
@@ -104,7 +101,6 @@ def test_turn_only_fails_with_the_codes_the_design_predicts(
         assert {"crashed.jsonl", "repaired.jsonl", "trace.jsonl", "replay.sh", "repro.py"} <= kept
 
 
-@pytest.mark.xdist_group("explore-turn-only")
 def test_replay_reproduces_the_recorded_verdicts(turn_only_run: tuple[int, Any, Path]) -> None:
     _code, data, reports = turn_only_run
     failing = next(c for c in data["cases"] if c["verdict"] == "fail")

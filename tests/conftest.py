@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import resource
 import signal
@@ -19,7 +20,9 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import orjson
 import psutil
 import pytest
 
@@ -37,6 +40,28 @@ from faultlab.scenario import Scenario, parse_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "scenarios"
+
+
+def once_per_run(factory: pytest.TempPathFactory, name: str,
+                 build: Callable[[Path], Any]) -> Any:  # fmt: skip
+    """The value of an expensive module fixture, built once per test run
+    however many xdist workers need it: the first worker to get here builds
+    it (in a directory it is given) under an flock in the run's shared temp
+    directory and keeps it as JSON; the others wait for it and read it.
+    (xdist's `loadgroup` would put such tests on one worker, but it marks
+    them through node ids, which pytest 9 no longer takes.)"""
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # every worker's base temp is under the run's
+    where, value = root / f"once-{name}", root / f"once-{name}.json"
+    with open(root / f"once-{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if value.exists():
+            return orjson.loads(value.read_bytes())
+        where.mkdir(exist_ok=True)
+        built = build(where)
+        value.write_bytes(orjson.dumps(built))
+        return built
 
 
 def scenario_from(toml: str, *, name: str = "t") -> Scenario:

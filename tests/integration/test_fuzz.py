@@ -27,6 +27,7 @@ from click.testing import CliRunner
 from faultlab.cli import main
 from faultlab.lab.campaigns.fuzz import fuzz_campaign
 from faultlab.scenario import load_scenario
+from tests.conftest import once_per_run
 
 HERE = Path(__file__).resolve().parents[1]
 WALL_CLOCK = f"{sys.executable} {HERE / 'variants' / 'wall_clock.py'}"
@@ -59,16 +60,21 @@ def test_a_campaign_against_the_semantic_policy_passes(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def turn_only(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, Any]:
-    reports = tmp_path_factory.mktemp("reports")
-    code, summary, _stderr = fuzz(
-        # One stream (<= 50 examples): the campaign stops at its first failure
-        # whatever its size, and with one stream the example database holds
-        # only this finding, so the next campaign's first replay is it.
-        "--examples", str(min(EXAMPLES, 50)), "--seed", "7", "--jobs", "2",
-        "--policy", "turn-only",
-        "--report-dir", str(reports),
-    )  # fmt: skip
-    return reports, code, summary
+    def campaign(reports: Path) -> list[Any]:
+        code, summary, _stderr = fuzz(
+            # One stream (<= 50 examples): the campaign stops at its first failure
+            # whatever its size, and with one stream the example database holds
+            # only this finding, so the next campaign's first replay is it.
+            "--examples", str(min(EXAMPLES, 50)), "--seed", "7", "--jobs", "2",
+            "--policy", "turn-only",
+            "--report-dir", str(reports),
+        )  # fmt: skip
+        return [str(reports), code, summary]
+
+    # One campaign for the run (about a minute): the tests below read it, and
+    # only the later-campaign test adds to its reports directory.
+    reports, code, summary = once_per_run(tmp_path_factory, "fuzz-turn-only", campaign)
+    return Path(reports), code, summary
 
 
 def test_turn_only_is_caught_and_shrunk_to_at_most_one_tool_call(

@@ -80,7 +80,7 @@ def check_app(o: AppObservation) -> list[Violation]:
                              f"the resumed thread breaks the model APIs' pairing rules: {why}"
                              + (f" (the model rejected {len(rejected)} request(s))"
                                 if rejected else ""), {"rejected": len(rejected)}))  # fmt: skip
-    if o.style == "hook":
+    if o.style in ("hook", "repair"):
         out.extend(_classification(o, set(started)))
     failed = next((i for i, r in enumerate(o.crash) if r.get("fact") == "app/ioerror"), None)
     if failed is not None:
@@ -97,9 +97,10 @@ def check_app(o: AppObservation) -> list[Violation]:
 
 
 def _classification(o: AppObservation, started: set[str]) -> list[Violation]:
-    """G3 for an app that installs a repair: each call left unanswered at the
-    kill is answered first by the repair, with 'unknown' when its body had
-    started (ground truth: the gate) and never with 'not started' then."""
+    """G3 for an app that installs a repair (or uses its framework's): each
+    call left unanswered at the kill is answered first by the repair, with
+    'unknown' when its body had started (ground truth: the gate) and never
+    with 'not started' then."""
     out: list[Violation] = []
     answered = o.durable_at_kill.results()
     final = o.final.results()

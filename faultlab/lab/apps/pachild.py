@@ -157,8 +157,9 @@ def _module(app: str) -> tuple[ModuleType, Callable[..., Any]]:
 
 def preload(app: str) -> None:
     """Import the framework (done by importing this module) and the user's
-    module, and nothing else."""
-    _module(app)
+    module, and nothing else.  `app` is `MODULE:FACTORY`, as `main` takes
+    it, or the whole `pydantic-ai:MODULE:FACTORY`."""
+    _module(app.removeprefix("pydantic-ai:"))
 
 
 async def _drive(args: argparse.Namespace) -> int:

@@ -62,3 +62,13 @@ def test_the_lab_never_imports_pydantic_ai() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[4])  # fmt: skip
     assert out.stdout.strip() == "[]"
+
+
+def test_the_child_preloads_the_app_and_nothing_else() -> None:
+    # The fork-server contract: preload imports the framework and the module.
+    from faultlab.lab.apps import pachild
+
+    pachild.preload("pydantic-ai:examples.pydantic_ai_refund:build_agent")
+    assert "examples.pydantic_ai_refund" in sys.modules
+    with pytest.raises(SystemExit, match="load_history"):
+        pachild.preload("faultlab.recipes.guidance:guidance")  # no history store

@@ -96,14 +96,16 @@ class _PlanProgress:
     help="With --agent: run each case this many times (agents persist asynchronously).",
 )  # fmt: skip
 @click.option(
-    "--app", metavar="langgraph:MODULE:FACTORY",
-    help="Crash-test a framework app with its own persistence: FACTORY(*, model, tools, "
-    "checkpointer) returns a compiled graph (docs/frameworks.md).",
+    "--app", metavar="FRAMEWORK:MODULE:FACTORY",
+    help="Crash-test a framework app with its own persistence: langgraph:... (FACTORY(*, "
+    "model, tools, checkpointer) returns a compiled graph) or pydantic-ai:... (FACTORY(*, "
+    "model, tools) returns an Agent; the module stores its history) (docs/frameworks.md).",
 )  # fmt: skip
 @click.option(
     "--compare", metavar="durability=MODE,...",
-    help="With --app: run the cases in each durability mode (exit, async, sync) and print "
-    "one matrix of codes by mode (default: async, LangGraph's own default).",
+    help="With --app: run the cases in each mode and print one matrix of codes by mode: "
+    "LangGraph's durability=exit,async,sync (default async), a pydantic-ai store's "
+    "save=node,run (default node).",
 )  # fmt: skip
 @opt.spawn
 @opt.backend
@@ -291,8 +293,8 @@ def _explore_app(
         parse_compare,
     )
 
-    parse_app(app)
-    modes = parse_compare(compare)
+    framework, _ = parse_app(app)
+    modes = parse_compare(compare, framework=framework)
     loaded = lab.load_scenarios(paths)
     fault_names = [f.strip() for f in faults.split(",") if f.strip()]
     if fault_names == ["all"]:
@@ -300,7 +302,8 @@ def _explore_app(
     results = {}
     with lab.workdir() as work:
         for mode in modes:
-            say(f"exploring {len(loaded)} scenario(s) with the app {app}, durability {mode}, "
+            dimension = "durability" if framework == "langgraph" else "save"
+            say(f"exploring {len(loaded)} scenario(s) with the app {app}, {dimension} {mode}, "
                 f"{jobs} job(s)" + (f", shard {shard}" if shard else ""))  # fmt: skip
             results[mode] = explore_app(loaded, app=app, workdir=work, durability=mode,
                                         jobs=jobs, shard=shard, faults=fault_names,

@@ -10,11 +10,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+
+# The codes and texts are shared with the other recipes (faultlab/recipes/guidance.py).
+from faultlab.recipes.guidance import (
+    TOOL_NOT_STARTED,
+    TOOL_OUTCOME_UNKNOWN,
+    RepairedCall,
+    guidance,
+)
 
 __all__ = [
     "TOOL_NOT_STARTED",
@@ -23,32 +30,6 @@ __all__ = [
     "guidance",
     "repair_dangling_calls",
 ]
-
-TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
-TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
-
-
-@dataclass(frozen=True, slots=True)
-class RepairedCall:
-    """One call the repair answered, and with which code."""
-
-    call_id: str
-    name: str
-    code: str
-
-
-def guidance(code: str, name: str, call_id: str, *, safe_to_retry: bool = False) -> str:
-    """The text the model reads for a repaired call."""
-    if code == TOOL_NOT_STARTED:
-        return (f"{TOOL_NOT_STARTED}: tool call {name} ({call_id}) was never started; the app "
-                "stopped before dispatching it, so it had no effect. Call it again if it is "
-                "still needed.")  # fmt: skip
-    head = (f"{TOOL_OUTCOME_UNKNOWN}: the outcome of tool call {name} ({call_id}) is unknown; "
-            "the app stopped after dispatching it and before its result was recorded.")
-    if safe_to_retry:
-        return f"{head} The tool is read-only or idempotent, so calling it again is safe."
-    return (f"{head} It may have taken effect. Do not retry it blindly: verify the external "
-            "state first or ask the user.")  # fmt: skip
 
 
 def repair_dangling_calls(graph: Any, config: RunnableConfig, *, tools_node: str = "tools",

@@ -29,3 +29,8 @@ def test_compare_needs_an_app_and_a_known_mode() -> None:
 def test_app_is_not_combined_with_agent() -> None:
     code, output = _run("--app", "langgraph:m:f", "--agent", "reference")
     assert code == 2 and "--agent" in output
+
+
+def test_a_pydantic_ai_app_compares_save_policies_not_durability() -> None:
+    code, output = _run("--app", "pydantic-ai:m:f", "--compare", "durability=sync")
+    assert code == 2 and "save=MODE" in output

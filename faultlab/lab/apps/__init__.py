@@ -1,12 +1,16 @@
 # Framework apps crash-tested with their own persistence (`--app`): the
-# LangGraph drive and its reader of persisted threads.  Nothing here imports
-# a framework at import time; the child process (lgchild) does.
+# LangGraph and pydantic-ai drive and their readers of persisted state.
+# Nothing here imports a framework at import time; the child processes
+# (lgchild, pachild) do.
 from __future__ import annotations
 
 from faultlab.lab.apps.drive import (
     APP_FAULTS,
     DURABILITIES,
+    FRAMEWORKS,
+    MODES,
     RESUME_STYLES,
+    SAVE_POLICIES,
     AppOptions,
     parse_app,
     plan_app_cases,
@@ -17,7 +21,10 @@ from faultlab.lab.apps.drive import (
 __all__ = [
     "APP_FAULTS",
     "DURABILITIES",
+    "FRAMEWORKS",
+    "MODES",
     "RESUME_STYLES",
+    "SAVE_POLICIES",
     "AppOptions",
     "parse_app",
     "plan_app_cases",

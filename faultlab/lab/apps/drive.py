@@ -1,7 +1,8 @@
-# Framework app cases (`--app langgraph:MODULE:FACTORY`): the user's graph
-# runs in a child process (faultlab/lab/apps/lgchild.py) with faultlab's
+# Framework app cases (`--app langgraph:MODULE:FACTORY`, `--app
+# pydantic-ai:MODULE:FACTORY`): the user's graph or agent runs in a child
+# process (faultlab/lab/apps/lgchild.py, pachild.py) with faultlab's
 # scripted model, the scenario's tools and a reporting proxy around its
-# checkpointer; every boundary the child reports goes through the gate,
+# checkpointer or history store; every boundary the child reports goes through the gate,
 # which holds the armed one while the lab SIGKILLs the child (fault
 # `sigkill`), or the child fails the armed checkpoint write with EIO
 # (fault `io-error`).  A second child then resumes the thread in the
@@ -25,6 +26,7 @@ import orjson
 
 from faultlab.lab.apps.fork import ForkedApp, app_server
 from faultlab.lab.apps.lgstate import PersistedThread, read_thread
+from faultlab.lab.apps.pastate import read_history
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.apps import AppObservation, check_app
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
@@ -40,7 +42,10 @@ from faultlab.scenario import Scenario
 __all__ = [
     "APP_FAULTS",
     "DURABILITIES",
+    "FRAMEWORKS",
+    "MODES",
     "RESUME_STYLES",
+    "SAVE_POLICIES",
     "SPAWNS",
     "AppOptions",
     "parse_app",
@@ -50,16 +55,32 @@ __all__ = [
 ]
 
 DURABILITIES = ("exit", "async", "sync")
-# resume: the framework's own (invoke(None)); resend: the user sends their
-# last message again; hook: the app's `before_resume(graph, config)` (its
-# installed repair), then invoke(None).
-RESUME_STYLES = ("resume", "resend", "hook")
+# A pydantic-ai app's store saves after every node that changed the
+# messages, or once after the run.
+SAVE_POLICIES = ("node", "run")
+# The child module of each framework; every one exposes `main(argv)` and
+# `preload(app)` (a fork server preloads once, then runs main per child).
+_CHILD_MODULES = {"langgraph": "faultlab.lab.apps.lgchild",
+                  "pydantic-ai": "faultlab.lab.apps.pachild"}  # fmt: skip
+FRAMEWORKS = tuple(_CHILD_MODULES)
+# Each framework's comparison dimension (the child's `--durability` slot):
+# its name in `--compare NAME=...`, its values, the default.
+MODES = {"langgraph": ("durability", DURABILITIES, "async"),
+         "pydantic-ai": ("save", SAVE_POLICIES, "node")}  # fmt: skip
+_STORES = {"langgraph": "checkpoints.sqlite", "pydantic-ai": "history.json"}
+# resume: the framework's own (invoke(None); agent.run(None, history));
+# resend: the user sends their last message again; hook: the app's
+# `before_resume` (its installed repair), then the framework's resume;
+# repair (pydantic-ai): the framework's own `repair_messages`, then the
+# message again, as pydantic-ai tells an app to.
+RESUME_STYLES = ("resume", "resend", "hook", "repair")
+_STYLES = {"langgraph": ("resume", "resend", "hook"), "pydantic-ai": RESUME_STYLES}
+_WRITES = ("checkpoint/put", "checkpoint/writes", "history/save")
 APP_FAULTS = ("sigkill", "io-error", "second-writer")
 SPAWNS = ("fork", "exec")
-_WRITES = ("checkpoint/put", "checkpoint/writes")
 # Where a second process resumes the thread while the first is held: the
-# model and tool points (inside a checkpoint write the first may hold the
-# database's lock, and the second would only wait for it).
+# model and tool points (inside a store's write the first may hold its
+# lock, and the second would only wait for it).
 _SECOND_WRITER_AT = ("model/request", "tool/started", "tool/effect")
 _SECOND_WRITER_CODES = ("SEQ_FORK", "UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED",
                         "PROVIDER_INVALID_HISTORY")  # fmt: skip
@@ -68,26 +89,30 @@ _POLL = 0.005
 
 
 def parse_app(spec: str) -> tuple[str, str]:
-    """`langgraph:MODULE:FACTORY` -> (framework, MODULE:FACTORY)."""
+    """`langgraph:MODULE:FACTORY` (or `pydantic-ai:...`) -> (framework,
+    MODULE:FACTORY)."""
     framework, _, target = spec.partition(":")
     module, _, factory = target.rpartition(":")
-    if framework != "langgraph":
-        raise LabUsageError(f"--app {spec}: the supported framework is langgraph "
-                            "(langgraph:MODULE:FACTORY)")  # fmt: skip
+    if framework not in _CHILD_MODULES:
+        raise LabUsageError(f"--app {spec}: the supported frameworks are langgraph "
+                            "(langgraph:MODULE:FACTORY) and pydantic-ai "
+                            "(pydantic-ai:MODULE:FACTORY)")  # fmt: skip
     if not module or not factory.isidentifier():
-        raise LabUsageError(f"--app {spec}: expected langgraph:MODULE:FACTORY")
+        raise LabUsageError(f"--app {spec}: expected {framework}:MODULE:FACTORY")
     return framework, target
 
 
 @dataclass(frozen=True, slots=True)
 class AppOptions:
-    """How app cases run: the app, the durability mode, the resume styles
-    planned, the work dir, the per-process budget and how a child starts."""
+    """How app cases run: the app, its mode (LangGraph's durability, a
+    pydantic-ai store's save policy; empty: the framework's default), the
+    resume styles planned, the work dir, the per-process budget and how a
+    child starts."""
 
     app: str
     workdir: Path
-    durability: str = "async"
-    styles: tuple[str, ...] = ("resume", "resend", "hook")
+    durability: str = ""
+    styles: tuple[str, ...] = RESUME_STYLES
     timeout: float = 60.0
     # fork: the children come from a fork server that imported the framework
     # and the app once (faultlab/lab/apps/forkserver.py); exec: a fresh
@@ -95,11 +120,13 @@ class AppOptions:
     spawn: str = "fork"
 
     def __post_init__(self) -> None:
-        parse_app(self.app)
+        name, modes, default = MODES[parse_app(self.app)[0]]
+        if not self.durability:
+            object.__setattr__(self, "durability", default)
+        if self.durability not in modes:
+            raise LabUsageError(f"{name} {self.durability!r}: one of {', '.join(modes)}")
         if self.spawn not in SPAWNS:
             raise LabUsageError(f"spawn {self.spawn!r}: one of {', '.join(SPAWNS)}")
-        if self.durability not in DURABILITIES:
-            raise LabUsageError(f"durability {self.durability!r}: one of {', '.join(DURABILITIES)}")
         for style in self.styles:
             if style not in RESUME_STYLES:
                 raise LabUsageError(f"resume style {style!r}: one of {', '.join(RESUME_STYLES)}")
@@ -124,7 +151,8 @@ class _Rig:
         shutil.rmtree(where, ignore_errors=True)
         where.mkdir(parents=True)
         self.where, self.options, self.scenario_path = where, options, scenario_path
-        self.ledger, self.db = where / "world.jsonl", where / "checkpoints.sqlite"
+        self.framework = parse_app(options.app)[0]
+        self.ledger, self.db = where / "world.jsonl", where / _STORES[self.framework]
         self.gate = Gate(armed)
         self._socket_dir = Path(tempfile.mkdtemp(prefix="faultlab-gate-"))
         self.bridge = GateBridge(self.gate, self._socket_dir / "gate")
@@ -146,7 +174,7 @@ class _Rig:
         """Start one child of the case."""
         self.runs += 1
         name = f"run{self.runs}-{action}"
-        argv = [sys.executable, "-m", "faultlab.lab.apps.lgchild", self.scenario_path,
+        argv = [sys.executable, "-m", _CHILD_MODULES[self.framework], self.scenario_path,
                 "--app", parse_app(self.options.app)[1], "--db", str(self.db),
                 "--ledger", str(self.ledger), "--gate", str(self.bridge.path),
                 "--durability", self.options.durability, "--action", action,
@@ -204,12 +232,15 @@ class _Rig:
 
     def persisted(self, name: str) -> PersistedThread:
         """The thread now, read with the framework's serializer; the raw
-        database and the reading are kept beside the records."""
+        store and the reading are kept beside the records."""
         for suffix in ("", "-wal", "-shm"):
             source = self.db.with_name(self.db.name + suffix)
             if source.exists():
-                shutil.copyfile(source, self.where / f"{name}.sqlite{suffix}")
-        thread = read_thread(self.db, _THREAD)
+                shutil.copyfile(source, self.where / f"{name}{self.db.suffix}{suffix}")
+        if self.framework == "pydantic-ai":
+            thread = read_history(self.db)
+        else:
+            thread = read_thread(self.db, _THREAD)
         (self.where / f"{name}.thread.json").write_bytes(
             orjson.dumps(thread.to_json(), option=orjson.OPT_INDENT_2))
         return thread
@@ -242,9 +273,11 @@ def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOption
 def plan_app_cases(reference: Reference, options: AppOptions,
                    faults: Sequence[str] = ("sigkill",)) -> list[Case]:  # fmt: skip
     """Every boundary occurrence of the fault-free run (every checkpoint
-    write for io-error) with every resume style."""
+    write or history save for io-error) with every resume style the
+    framework offers."""
     hooked = any(r.get("fact") == "app/hook" for r in reference.trace)
-    styles = [s for s in options.styles if s != "hook" or hooked]
+    offered = _STYLES[parse_app(options.app)[0]]
+    styles = [s for s in options.styles if s in offered and (s != "hook" or hooked)]
     cases = []
     for fault in faults:
         if fault not in APP_FAULTS:

@@ -1,7 +1,9 @@
-# Exploration of a framework app (`--app langgraph:MODULE:FACTORY`): the same
-# worker pool, case order and interruption path as `explore`, with the app
-# drive of faultlab/lab/apps/; `--compare durability=...` runs it once per
-# durability mode and `app_matrix` puts the codes side by side.
+# Exploration of a framework app (`--app langgraph:MODULE:FACTORY`,
+# `--app pydantic-ai:...`): the same worker pool, case order and
+# interruption path as `explore`, with the app drive of faultlab/lab/apps/;
+# `--compare durability=...` (LangGraph) or `--compare save=...` (a
+# pydantic-ai store's save policy) runs it once per mode and `app_matrix`
+# puts the codes side by side.
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +13,10 @@ from pathlib import Path
 
 from faultlab.lab.apps.drive import (
     APP_FAULTS,
-    DURABILITIES,
+    MODES,
+    RESUME_STYLES,
     AppOptions,
+    parse_app,
     plan_app_cases,
     run_app_case,
     run_app_reference,
@@ -49,20 +53,21 @@ def parse_app_faults(faults: Sequence[str]) -> tuple[str, ...]:
     return parse_fault_list(faults, supported=APP_FAULTS, option="--app")
 
 
-def parse_compare(text: str | None) -> tuple[str, ...]:
-    """`durability=exit,async,sync` -> the modes; None -> ("async",), the
-    framework's default."""
+def parse_compare(text: str | None, *, framework: str = "langgraph") -> tuple[str, ...]:
+    """`durability=exit,async,sync` (LangGraph) or `save=node,run`
+    (pydantic-ai) -> the modes; None -> the framework's default mode."""
+    name, known, default = MODES[framework]
     if text is None:
-        return ("async",)
+        return (default,)
     key, _, values = text.partition("=")
     modes = tuple(v.strip() for v in values.split(",") if v.strip())
-    if key.strip() != "durability" or not modes:
-        raise LabUsageError(f"--compare {text}: expected durability=MODE,... "
-                            f"(modes: {', '.join(DURABILITIES)})")  # fmt: skip
+    if key.strip() != name or not modes:
+        raise LabUsageError(f"--compare {text}: a {framework} app compares {name}=MODE,... "
+                            f"(modes: {', '.join(known)})")  # fmt: skip
     for mode in modes:
-        if mode not in DURABILITIES:
-            raise LabUsageError(f"--compare: unknown durability {mode!r} "
-                                f"(modes: {', '.join(DURABILITIES)})")  # fmt: skip
+        if mode not in known:
+            raise LabUsageError(f"--compare: unknown {name} {mode!r} "
+                                f"(modes: {', '.join(known)})")  # fmt: skip
     return modes
 
 
@@ -77,14 +82,16 @@ def _run(case: Case, reference: Reference, options: AppOptions) -> CaseResult:
 
 def explore_app(
     scenarios: Sequence[tuple[str, Scenario]], *, app: str, workdir: Path,
-    durability: str = "async", jobs: int = 1, shard: Shard | None = None,
-    faults: Sequence[str] = ("sigkill",), styles: Sequence[str] = ("resume", "resend", "hook"),
+    durability: str = "", jobs: int = 1, shard: Shard | None = None,
+    faults: Sequence[str] = ("sigkill",), styles: Sequence[str] = RESUME_STYLES,
     timeout: float = 60.0, progress: Progress | None = None, spawn: str = "fork",
 ) -> ExploreResult:  # fmt: skip
-    """Every case of `app` on `scenarios` in one durability mode; the
-    children forked by the app's fork server, or exec'd (`spawn`)."""
+    """Every case of `app` on `scenarios` in one mode (empty: the
+    framework's default); the children forked by the app's fork server, or
+    exec'd (`spawn`)."""
     if jobs < 1:
         raise LabUsageError(f"jobs must be at least 1, not {jobs}")
+    durability = durability or MODES[parse_app(app)[0]][2]
     options = AppOptions(app, workdir / durability, durability, tuple(styles), timeout,
                          spawn=spawn)  # fmt: skip
     wanted = parse_app_faults(faults)
@@ -110,7 +117,7 @@ def _kill_all() -> None:
 
 def app_matrix(results: dict[str, ExploreResult]) -> list[str]:
     """One line per case (scenario, point, fault and resume style), one
-    column per durability mode: its codes, `ok`, or its verdict."""
+    column per mode: its codes, `ok`, or its verdict."""
     modes = list(results)
     cells: dict[tuple[str, str, str], dict[str, str]] = {}
     for mode, result in results.items():

@@ -88,7 +88,7 @@ def check_app(o: AppObservation) -> list[Violation]:
                              f"the thread's checkpoint chain forked: {len(o.forks)} checkpoint(s) "
                              "have more than one successor (two writers continued the thread)",
                              {"forks": list(o.forks)}))  # fmt: skip
-    if o.style == "hook":
+    if o.style in ("hook", "repair"):
         out.extend(_classification(o, set(started)))
     out.extend(_dispatch_after_failure(o.crash))
     if o.resume_status != 0 and not rejected and not out:
@@ -119,9 +119,10 @@ def _dispatch_after_failure(crash: Sequence[dict[str, Any]]) -> list[Violation]:
 
 
 def _classification(o: AppObservation, started: set[str]) -> list[Violation]:
-    """G3 for an app that installs a repair: each call left unanswered at the
-    kill is answered first by the repair, with 'unknown' when its body had
-    started (ground truth: the gate) and never with 'not started' then."""
+    """G3 for an app that installs a repair (or uses its framework's): each
+    call left unanswered at the kill is answered first by the repair, with
+    'unknown' when its body had started (ground truth: the gate) and never
+    with 'not started' then."""
     out: list[Violation] = []
     answered = o.durable_at_kill.results()
     final = o.final.results()

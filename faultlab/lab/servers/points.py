@@ -28,7 +28,7 @@ BLACKBOX_BOUNDARIES = (
     "tool/replied",  # the tool server sent the call's result
 )
 # What a framework app's child reports (faultlab/lab/apps/lgchild.py,
-# docs/frameworks.md): its model, tools and checkpointer proxy.
+# pachild.py, docs/frameworks.md): its model, tools and store proxy.
 APP_BOUNDARIES = (
     "model/request",  # the scripted chat model was called (digest of the messages)
     "model/answered",  # its answer is made, not yet returned to the framework
@@ -39,6 +39,8 @@ APP_BOUNDARIES = (
     "checkpoint/put-done",  # ... and completed
     "checkpoint/writes",  # a pending-writes write started
     "checkpoint/writes-done",  # ... and completed
+    "history/save",  # a pydantic-ai app's history save started
+    "history/save-done",  # ... and completed
     "invoke/end",  # one invocation of the graph returned
 )
 # Agents persist asynchronously: the same boundary killed 0, 50, 200 ms or

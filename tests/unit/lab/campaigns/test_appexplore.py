@@ -16,11 +16,17 @@ from faultlab.lab.oracle.codes import Violation
 
 def test_app_specs() -> None:
     assert parse_app("langgraph:pkg.mod:build") == ("langgraph", "pkg.mod:build")
-    for bad in ("pydantic-ai:m:f", "langgraph:m", "langgraph::f", "langgraph:m:1x"):
+    assert parse_app("pydantic-ai:pkg.mod:build") == ("pydantic-ai", "pkg.mod:build")
+    for bad in ("crewai:m:f", "langgraph:m", "langgraph::f", "langgraph:m:1x", "pydantic-ai:m"):
         with pytest.raises(LabUsageError):
             parse_app(bad)
     with pytest.raises(LabUsageError):
         AppOptions("langgraph:m:f", Path("."), durability="never")
+    # Each framework has its own mode dimension and default.
+    assert AppOptions("langgraph:m:f", Path(".")).durability == "async"
+    assert AppOptions("pydantic-ai:m:f", Path(".")).durability == "node"
+    with pytest.raises(LabUsageError, match="save"):
+        AppOptions("pydantic-ai:m:f", Path("."), durability="sync")
 
 
 def test_compare_and_faults() -> None:
@@ -29,7 +35,12 @@ def test_compare_and_faults() -> None:
     for bad in ("durability=", "mode=sync", "durability=fast"):
         with pytest.raises(LabUsageError):
             parse_compare(bad)
-    assert parse_app_faults(["all"]) == ("sigkill", "io-error")
+    assert parse_compare(None, framework="pydantic-ai") == ("node",)
+    assert parse_compare("save=run,node", framework="pydantic-ai") == ("run", "node")
+    for bad in ("durability=sync", "save=sync"):  # LangGraph's dimension is not pydantic-ai's
+        with pytest.raises(LabUsageError, match=r"save=MODE|unknown save"):
+            parse_compare(bad, framework="pydantic-ai")
+    assert parse_app_faults(["all"]) == ("sigkill", "io-error", "second-writer")
     with pytest.raises(LabUsageError):
         parse_app_faults(["power-loss"])
 

@@ -61,6 +61,16 @@ def test_a_hook_that_says_not_started_for_a_started_call_is_misclassified() -> N
     assert _codes(_obs(style="hook", final=History((USER, ASK, right)))) == []
 
 
+def test_the_frameworks_own_interrupted_answer_is_misclassified() -> None:
+    # pydantic-ai's repair_messages (resume style `repair`) answers every
+    # dangling call alike: right for neither a started call nor one that
+    # never started.
+    said = Message("tool", "The tool call was interrupted before a result was produced.", (), "c1")
+    final = History((USER, ASK, said, USER, Message("assistant", "ok")))
+    assert _codes(_obs(style="repair", final=final)) == ["REPAIR_MISCLASSIFIED"]
+    assert _codes(_obs(style="repair", final=final, crash=())) == ["REPAIR_MISCLASSIFIED"]
+
+
 def test_work_after_a_failed_checkpoint_write() -> None:
     crash = ({"fact": "app/ioerror", "at": "checkpoint/put#3"}, _started())
     codes = _codes(_obs(crash=crash))

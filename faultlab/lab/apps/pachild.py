@@ -1,0 +1,214 @@
+# The child side of a pydantic-ai app case (`python -m faultlab.lab.apps.pachild`):
+# it imports the user's module, builds its Agent from a scripted
+# FunctionModel and the scenario's tools, and drives the agent through the
+# case's turns over the app's own history store (the module's
+# `load_history` / `save_history`, behind a reporting proxy).  The history
+# is saved after every node of `agent.iter()` whose messages changed (save
+# policy `node`) or once after the run (`run`).  Every boundary is reported
+# to the lab's gate (GateClient); the lab SIGKILLs this process at the
+# armed one.  This module imports pydantic_ai at import time, so only the
+# child ever loads it.  The entry points follow the app children's contract:
+# `preload(app)` imports the framework and the user's module and nothing
+# else, `main(argv)` runs one child, so a fork server can preload once.
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pydantic_ai import RunContext, Tool, ToolFailed
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    ModelResponsePart,
+    TextPart,
+    ToolCallPart,
+    repair_messages,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from faultlab.lab.apps.pastate import to_history
+from faultlab.lab.apps.script import call_id, scripted_step
+from faultlab.lab.read.histories import pairing_problems
+from faultlab.lab.servers.gate import GateClient
+from faultlab.lab.servers.ledger import LedgerWriter
+from faultlab.scenario import Scenario, load_scenario
+from faultlab.scenario.model import ToolSpec
+
+__all__ = ["SAVE_POLICIES", "HistoryProbe", "main", "preload", "scripted_model"]
+
+SAVE_POLICIES = ("node", "run")
+MODEL_NAME = "faultlab-scripted"
+
+
+def scripted_model(scenario: Scenario, gate: GateClient) -> FunctionModel:
+    """A FunctionModel that answers by position in the history it is sent
+    (faultlab/lab/apps/script.py) and rejects, as a model API does with a
+    400, a history with a tool call unanswered before the next message."""
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        history = to_history(messages)
+        gate.reach("model/request", digest=history.digest(), count=len(history.messages))
+        problems = pairing_problems(history)
+        if problems:
+            gate.note("model/rejected", problems=problems)
+            raise ModelHTTPError(400, MODEL_NAME, {"error": f"invalid request: {problems[0]}"})
+        turn, step, spec = scripted_step(scenario, history)
+        parts: list[ModelResponsePart] = []
+        if spec is None:
+            parts.append(TextPart("Done."))
+        else:
+            if spec.text:
+                parts.append(TextPart(spec.text))
+            parts += [ToolCallPart(c.tool, dict(c.arguments), tool_call_id=call_id(turn, step, i))
+                      for i, c in enumerate(spec.tool_calls)]  # fmt: skip
+        calls = [p.tool_call_id for p in parts if isinstance(p, ToolCallPart)]
+        gate.reach("model/answered", calls=calls)
+        return ModelResponse(parts=parts, model_name=MODEL_NAME)
+
+    return FunctionModel(answer, model_name=MODEL_NAME)
+
+
+def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWriter) -> Tool[Any]:
+    names = sorted({k for t in scenario.turns for s in t.steps for c in s.tool_calls
+                    if c.tool == spec.name for k in c.arguments})  # fmt: skip
+    schema = {"type": "object", "properties": {name: {} for name in names}}
+
+    async def body(ctx: RunContext[Any], **arguments: Any) -> str:
+        # Blocking on the gate blocks the event loop: the process stands
+        # still at the boundary while the lab decides.
+        tool_call_id = str(ctx.tool_call_id)
+        gate.reach("tool/started", callId=tool_call_id, tool=spec.name)
+        if spec.effect == "ledger":
+            key = tool_call_id if spec.accepts_idempotency_key else None
+            ledger.apply(call_id=tool_call_id, tool=spec.name, arguments=arguments, key=key)
+            gate.reach("tool/effect", callId=tool_call_id, tool=spec.name)
+        gate.reach("tool/returned", callId=tool_call_id, tool=spec.name)
+        if spec.fails:
+            raise ToolFailed(spec.result or f"{spec.name} failed")
+        return spec.result or "ok"
+
+    return Tool.from_schema(body, spec.name, f"the scenario's {spec.name} tool", schema,
+                            takes_ctx=True)  # fmt: skip
+
+
+class HistoryProbe:
+    """Wraps the app's store: reports each save started and completed (with
+    the tool calls the saved messages ask and answer) and fails the armed
+    one with EIO before the app's own save runs."""
+
+    def __init__(self, module: ModuleType, path: Path, gate: GateClient,
+                 fail: str | None) -> None:  # fmt: skip
+        self._load: Callable[[Path], Sequence[ModelMessage]] = module.load_history
+        self._save: Callable[[Path, Sequence[ModelMessage]], None] = module.save_history
+        self.path, self.gate, self.fail = path, gate, fail
+        self.saves = 0
+        self._last = b""
+
+    def load(self) -> list[ModelMessage]:
+        messages = list(self._load(self.path))
+        self._last = ModelMessagesTypeAdapter.dump_json(messages)
+        return messages
+
+    def save(self, messages: Sequence[ModelMessage], *, changed_only: bool = True) -> None:
+        raw = ModelMessagesTypeAdapter.dump_json(list(messages))
+        if changed_only and raw == self._last:
+            return
+        history = to_history(messages)
+        asked = [c.id for c in history.calls()]
+        answered = list(history.results())
+        self.saves += 1
+        self.gate.reach("history/save", asked=asked, answered=answered, count=len(messages))
+        if self.fail == f"history/save#{self.saves}":
+            self.gate.note("app/ioerror", at=self.fail)
+            raise OSError(errno.EIO, "faultlab: injected I/O error")
+        self._save(self.path, messages)
+        self._last = raw
+        self.gate.reach("history/save-done", asked=asked, answered=answered, count=len(messages))
+
+
+async def _turn(agent: Any, store: HistoryProbe, prompt: str | None,
+                history: list[ModelMessage], policy: str) -> None:  # fmt: skip
+    """One agent run over `history`, saved by the policy."""
+    async with agent.iter(prompt, message_history=history) as run:
+        async for _node in run:
+            if policy == "node":  # the messages of the node that just finished
+                store.save(run.all_messages())
+    store.save(run.all_messages())
+
+
+def _module(app: str) -> tuple[ModuleType, Callable[..., Any]]:
+    module_name, _, name = app.rpartition(":")
+    module = importlib.import_module(module_name)
+    for needed in ("load_history", "save_history"):
+        if not callable(getattr(module, needed, None)):
+            raise SystemExit(f"faultlab: {module_name} defines no {needed}(path, ...): a "
+                             "pydantic-ai app provides its own history store")  # fmt: skip
+    return module, getattr(module, name)
+
+
+def preload(app: str) -> None:
+    """Import the framework (done by importing this module) and the user's
+    module, and nothing else.  `app` is `MODULE:FACTORY`, as `main` takes
+    it, or the whole `pydantic-ai:MODULE:FACTORY`."""
+    _module(app.removeprefix("pydantic-ai:"))
+
+
+async def _drive(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.scenario)
+    gate = GateClient(args.gate)
+    ledger = LedgerWriter(args.ledger)
+    module, factory = _module(args.app)
+    before_resume = getattr(module, "before_resume", None)
+    if before_resume is not None:
+        gate.note("app/hook")  # the lab plans the `hook` resume style only then
+    tools = [_tool(t, scenario, gate, ledger) for t in scenario.tools]
+    agent = factory(model=scripted_model(scenario, gate), tools=tools)
+    store = HistoryProbe(module, Path(args.db), gate, args.fail)
+    first = args.from_turn
+    if args.action != "run":
+        gate.note("app/resume", style=args.action, turn=first)
+        history = store.load()
+        prompt: str | None = scenario.turns[first].user
+        if args.action == "repair":  # pydantic-ai's own repair, then the message again
+            history = repair_messages(history)
+        elif args.action == "hook" and before_resume is not None:
+            history = list(before_resume(history))
+        if args.action in ("resume", "hook") and history:
+            prompt = None  # continue the run from the stored history
+        await _turn(agent, store, prompt, history, args.durability)
+        gate.reach("invoke/end", turn=first)
+        first += 1
+    for turn in range(first, len(scenario.turns)):
+        gate.note("app/turn", turn=turn)
+        await _turn(agent, store, scenario.turns[turn].user, store.load(), args.durability)
+        gate.reach("invoke/end", turn=turn)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="faultlab.lab.apps.pachild")
+    parser.add_argument("scenario")
+    parser.add_argument("--app", required=True, help="MODULE:FACTORY")
+    parser.add_argument("--db", required=True, help="the history store's path")
+    parser.add_argument("--ledger", required=True)
+    parser.add_argument("--gate", default=None)
+    # The mode slot of every app child: here the store's save policy.
+    parser.add_argument("--durability", choices=SAVE_POLICIES, default="node")
+    parser.add_argument("--action", choices=("run", "resume", "resend", "hook", "repair"),
+                        default="run")  # fmt: skip
+    parser.add_argument("--from-turn", type=int, default=0)
+    parser.add_argument("--fail", default=None, help="a history save to fail, history/save#N")
+    return asyncio.run(_drive(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

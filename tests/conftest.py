@@ -42,6 +42,39 @@ REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "scenarios"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start the `heavy` tests first, spread over the xdist workers: xdist
+    gives each worker a first chunk of consecutive tests (a quarter of its
+    share), so each heavy test goes to the head of a worker's chunk, the
+    longest first to the least loaded (`heavy(seconds)`: measured with
+    --durations).  Left where they are, a minute-long test picked up last
+    keeps one worker busy while the others have nothing left to do.  Every
+    worker computes the same order (xdist requires identical collections)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    heavy = [item for item in items if item.get_closest_marker("heavy")]
+    if workers < 2 or not heavy:
+        return
+
+    def seconds(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("heavy")
+        return float(mark.args[0]) if mark is not None and mark.args else 60.0
+
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for item in sorted(heavy, key=seconds, reverse=True):
+        least = loads.index(min(loads))
+        shares[least].append(item)
+        loads[least] += seconds(item)
+    light = [item for item in items if not item.get_closest_marker("heavy")]
+    chunk = max(2, len(items) // workers // 4)
+    ordered: list[pytest.Item] = []
+    for share in shares:
+        fill = max(0, chunk - len(share))
+        ordered += share + light[:fill]
+        light = light[fill:]
+    items[:] = ordered + light
+
+
 def once_per_run(factory: pytest.TempPathFactory, name: str,
                  build: Callable[[Path], Any]) -> Any:  # fmt: skip
     """The value of an expensive module fixture, built once per test run

@@ -174,6 +174,8 @@ class _FuzzProgress:
               help="Comma-separated faults to inject, or all.")  # fmt: skip
 @click.option("--check-determinism", is_flag=True,
               help="Run every example twice and compare (else only a failing one).")  # fmt: skip
+@click.option("--no-shrink", is_flag=True,
+              help="Report a failure as first found, without shrinking it.")  # fmt: skip
 @opt.shard
 @click.option("--stream-size", type=opt.whole(1, 100_000), default=50, show_default=True,
               help="Examples per stream (the unit of --jobs and --shard).")  # fmt: skip
@@ -192,8 +194,9 @@ class _FuzzProgress:
 @guarded
 def fuzz(
     examples: int, seed: int | None, policy: str | None, target: str | None, jobs: int,
-    faults: str, check_determinism: bool, shard: Shard | None, stream_size: int,
-    timeout: float, as_json: bool, report_dir: Path, spawn: str, agent: str | None,
+    faults: str, check_determinism: bool, no_shrink: bool, shard: Shard | None,
+    stream_size: int, timeout: float, as_json: bool, report_dir: Path, spawn: str,
+    agent: str | None,
     max_delay: int, scenarios: tuple[Path, ...], verbose: int, quiet: int, color_choice: str,
 ) -> int:  # fmt: skip
     """Generate scenarios and kill points with Hypothesis; shrink any failure.
@@ -234,7 +237,7 @@ def fuzz(
                 policy=policy, target=target, examples=examples, seed=campaign_seed,
                 faults=fault_names, jobs=jobs, shard=shard, check_determinism=check_determinism,
                 timeout=timeout, workdir=work, database=report_dir / "fuzz-db", spawn=spawn,
-                stream_size=stream_size, progress=_FuzzProgress(),
+                stream_size=stream_size, progress=_FuzzProgress(), shrink=not no_shrink,
             )  # fmt: skip
         except lab.FuzzInterrupted as stop:
             result = stop.partial

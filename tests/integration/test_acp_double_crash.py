@@ -38,6 +38,7 @@ def test_the_acp_variant_is_caught_by_a_double_crash(tmp_path: Path) -> None:
     assert lost.evidence["crash"] == "second crash"
 
 
+@pytest.mark.heavy(28)
 def test_the_acp_variant_passes_every_single_sigkill_case(tmp_path: Path) -> None:
     result = lab.explore_paths(
         [PAYMENT], target=BROKEN, workdir=tmp_path, jobs=2, faults=("sigkill",), drive="acp"
@@ -49,6 +50,7 @@ def test_the_acp_variant_passes_every_single_sigkill_case(tmp_path: Path) -> Non
 
 # payment.toml exhaustively; nested.toml (about twice the pairs) with the
 # default bound, whose spread still puts second kills inside session/load.
+@pytest.mark.heavy(47)
 @pytest.mark.parametrize(("scenario", "bound"), [("payment.toml", 0), ("nested.toml", 24)])
 def test_the_reference_acp_agent_passes_its_double_crashes(
     tmp_path: Path, scenario: str, bound: int

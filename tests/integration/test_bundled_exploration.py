@@ -16,6 +16,7 @@ from faultlab.probe import FAULTS
 pytestmark = pytest.mark.realprocess
 
 
+@pytest.mark.heavy(85)
 def test_every_bundled_case_passes_every_fault_under_the_semantic_policy(
     tmp_path: Path,
 ) -> None:

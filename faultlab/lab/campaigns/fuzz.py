@@ -72,8 +72,13 @@ class FuzzSettings:
     # The policies generated scenarios are drawn with (an explicit --policy
     # overrides every scenario's).
     policies: tuple[str, ...] = ("semantic",)
+    # False: a failure is reported as first found (a CI gate that only needs
+    # to know that something fails, not the smallest example of it).
+    shrink: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.shrink, bool):
+            raise LabUsageError(f"shrink must be True or False, not {self.shrink!r}")
         if not isinstance(self.examples, int) or self.examples < 1:
             raise LabUsageError(f"examples must be at least 1, not {self.examples!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
@@ -290,7 +295,9 @@ def _run_stream(
             found.append((generated, result))
             raise CaseFailed(result)
 
-    phases = [Phase.explicit, Phase.generate, Phase.target, Phase.shrink]
+    phases = [Phase.explicit, Phase.generate, Phase.target]
+    if fuzz_settings.shrink:
+        phases.append(Phase.shrink)
     if first and fuzz_settings.database is not None:
         phases.insert(1, Phase.reuse)
     database = (
@@ -304,7 +311,7 @@ def _run_stream(
         report_multiple_bugs=False, print_blob=False, phases=phases,
     )(seed(stream_seed(fuzz_settings.seed, stream))(given(strategy)(body)))  # fmt: skip
     test._hypothesis_internal_database_key = _database_key(options, fuzz_settings)  # type: ignore[attr-defined]
-    shrunk = True
+    shrunk = fuzz_settings.shrink
     try:
         test()
     except _Stopped:
@@ -390,7 +397,7 @@ def fuzz_campaign(
     shard: Shard | None = None, check_determinism: bool = False, timeout: float = 60.0,
     workdir: Path, database: Path | None = None, spawn: str = "fork", stream_size: int = 50,
     progress: Callable[[FuzzProgress], None] | None = None,
-    policies: Sequence[str] = ("semantic",),
+    policies: Sequence[str] = ("semantic",), shrink: bool = True,
 ) -> FuzzResult:  # fmt: skip
     """A fuzz campaign on the reference runtime (or `target`), as `faultlab fuzz` runs it
     (`policies`: what generated scenarios are drawn with)."""
@@ -399,7 +406,7 @@ def fuzz_campaign(
     fuzz_settings = FuzzSettings(
         examples=examples, seed=seed, faults=tuple(faults), jobs=jobs, shard=shard,
         check_determinism=check_determinism, stream_size=stream_size, database=database,
-        policies=tuple(policies),
+        policies=tuple(policies), shrink=shrink,
     )  # fmt: skip
     options = LabOptions(make_target(policy=policy, target=target), workdir, timeout, spawn)
     return fuzz(options, fuzz_settings, progress=progress)
@@ -412,7 +419,7 @@ SELFTEST_SEED = 20261130
 
 def selftest_campaign(
     *, target: Sequence[str] | None, examples: int, timeout: float, workdir: Path, jobs: int,
-    policies: Sequence[str] = ("semantic",),
+    policies: Sequence[str] = ("semantic",), shrink: bool = True,
 ) -> list[CaseResult]:  # fmt: skip
     """The fuzz stage of `faultlab selftest` (faultlab/lab/campaigns/selftest.py): a
     campaign of `examples` generated cases under every fault, seeded with
@@ -426,7 +433,7 @@ def selftest_campaign(
     # the explore stage judges turn-only instead).
     result = fuzz_campaign(
         target=target, examples=examples, seed=SELFTEST_SEED, faults=FAULTS, jobs=jobs,
-        timeout=timeout, workdir=workdir, policies=policies,
+        timeout=timeout, workdir=workdir, policies=policies, shrink=shrink,
     )  # fmt: skip
     return [example.result for example in result.examples] + [
         finding.result for finding in result.findings

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from faultlab.lab.campaigns.explore import COVERAGE, plan_cases
 from faultlab.lab.campaigns.targets import make_target
@@ -48,6 +49,11 @@ class GeneratedCase:
 
     def __repr__(self) -> str:
         return f"GeneratedCase({self.case.id!r})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis pretty-prints a failing example, a dataclass field by
+        # field (tens of kB unshrunk, with a warning): the case id says more.
+        printer.text(repr(self))
 
 
 def scenario_file_name(scenario: Scenario, text: str) -> str:

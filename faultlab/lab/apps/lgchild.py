@@ -34,11 +34,12 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import create_model
 
+from faultlab.lab.apps.script import argument_names, call_id, run_tool_body, scripted_step
 from faultlab.lab.read.histories import Call, History, Message, pairing_problems
 from faultlab.lab.servers.gate import GateClient
 from faultlab.lab.servers.ledger import LedgerWriter
 from faultlab.scenario import Scenario, load_scenario
-from faultlab.scenario.model import Step, ToolSpec
+from faultlab.scenario.model import ToolSpec
 
 __all__ = ["CheckpointProbe", "ScriptedChatModel", "main", "preload", "to_history"]
 
@@ -91,41 +92,25 @@ class ScriptedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=answer)])
 
     def _answer(self, history: History) -> AIMessage:
-        scenario: Scenario = self.scenario
-        users = [i for i, m in enumerate(history.messages) if m.role == "user"]
-        text = history.messages[users[-1]].text if users else ""
-        turn = next((i for i, t in enumerate(scenario.turns) if t.user == text), 0)
-        # From the first time this turn's message was sent: a user who sends
-        # it again continues the turn, as a real model reading the thread would.
-        first = next((i for i in users if history.messages[i].text == text), -1)
-        step = sum(1 for m in history.messages[first + 1:] if m.role == "assistant")
-        steps = scenario.turns[turn].steps
-        if step >= len(steps):
+        turn, step, spec = scripted_step(self.scenario, history)
+        if spec is None:
             return AIMessage(content="Done.")
-        spec: Step = steps[step]
-        calls = [{"name": c.tool, "args": dict(c.arguments), "id": f"call_{turn}_{step}_{i}",
+        calls = [{"name": c.tool, "args": dict(c.arguments), "id": call_id(turn, step, i),
                   "type": "tool_call"} for i, c in enumerate(spec.tool_calls)]  # fmt: skip
         return AIMessage(content="".join(spec.chunks), tool_calls=calls)
 
 
 def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWriter) -> BaseTool:
-    names = {k for t in scenario.turns for s in t.steps for c in s.tool_calls
-             if c.tool == spec.name for k in c.arguments}  # fmt: skip
-    fields: dict[str, Any] = {name: (Any, None) for name in sorted(names)}
+    fields: dict[str, Any] = {name: (Any, None) for name in argument_names(spec, scenario)}
     fields["tool_call_id"] = (Annotated[str, InjectedToolCallId], ...)
     schema = create_model(f"{spec.name}_args", **fields)
 
     def body(tool_call_id: str, **arguments: Any) -> str:
-        gate.reach("tool/started", callId=tool_call_id, tool=spec.name)
-        arguments = {k: v for k, v in arguments.items() if v is not None}
-        if spec.effect == "ledger":
-            key = tool_call_id if spec.accepts_idempotency_key else None
-            ledger.apply(call_id=tool_call_id, tool=spec.name, arguments=arguments, key=key)
-            gate.reach("tool/effect", callId=tool_call_id, tool=spec.name)
-        gate.reach("tool/returned", callId=tool_call_id, tool=spec.name)
-        if spec.fails:
-            raise ValueError(spec.result or f"{spec.name} failed")
-        return spec.result or "ok"
+        given = {k: v for k, v in arguments.items() if v is not None}
+        failed, text = run_tool_body(spec, gate, ledger, tool_call_id, given)
+        if failed:
+            raise ValueError(text)
+        return text
 
     return StructuredTool.from_function(func=body, name=spec.name, args_schema=schema,
                                         description=f"the scenario's {spec.name} tool")  # fmt: skip

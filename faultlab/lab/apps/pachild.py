@@ -36,7 +36,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from faultlab.lab.apps.pastate import to_history
-from faultlab.lab.apps.script import call_id, scripted_step
+from faultlab.lab.apps.script import argument_names, call_id, run_tool_body, scripted_step
 from faultlab.lab.read.histories import pairing_problems
 from faultlab.lab.servers.gate import GateClient
 from faultlab.lab.servers.ledger import LedgerWriter
@@ -78,23 +78,16 @@ def scripted_model(scenario: Scenario, gate: GateClient) -> FunctionModel:
 
 
 def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWriter) -> Tool[Any]:
-    names = sorted({k for t in scenario.turns for s in t.steps for c in s.tool_calls
-                    if c.tool == spec.name for k in c.arguments})  # fmt: skip
+    names = argument_names(spec, scenario)
     schema = {"type": "object", "properties": {name: {} for name in names}}
 
     async def body(ctx: RunContext[Any], **arguments: Any) -> str:
         # Blocking on the gate blocks the event loop: the process stands
         # still at the boundary while the lab decides.
-        tool_call_id = str(ctx.tool_call_id)
-        gate.reach("tool/started", callId=tool_call_id, tool=spec.name)
-        if spec.effect == "ledger":
-            key = tool_call_id if spec.accepts_idempotency_key else None
-            ledger.apply(call_id=tool_call_id, tool=spec.name, arguments=arguments, key=key)
-            gate.reach("tool/effect", callId=tool_call_id, tool=spec.name)
-        gate.reach("tool/returned", callId=tool_call_id, tool=spec.name)
-        if spec.fails:
-            raise ToolFailed(spec.result or f"{spec.name} failed")
-        return spec.result or "ok"
+        failed, text = run_tool_body(spec, gate, ledger, str(ctx.tool_call_id), arguments)
+        if failed:
+            raise ToolFailed(text)
+        return text
 
     return Tool.from_schema(body, spec.name, f"the scenario's {spec.name} tool", schema,
                             takes_ctx=True)  # fmt: skip

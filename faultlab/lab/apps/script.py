@@ -7,11 +7,15 @@
 # answer from it.
 from __future__ import annotations
 
-from faultlab.lab.read.histories import History
-from faultlab.scenario import Scenario
-from faultlab.scenario.model import Step
+from typing import Any
 
-__all__ = ["call_id", "scripted_step"]
+from faultlab.lab.read.histories import History
+from faultlab.lab.servers.gate import GateClient
+from faultlab.lab.servers.ledger import LedgerWriter
+from faultlab.scenario import Scenario
+from faultlab.scenario.model import Step, ToolSpec
+
+__all__ = ["argument_names", "call_id", "run_tool_body", "scripted_step"]
 
 
 def scripted_step(scenario: Scenario, history: History) -> tuple[int, int, Step | None]:
@@ -28,3 +32,25 @@ def scripted_step(scenario: Scenario, history: History) -> tuple[int, int, Step 
 def call_id(turn: int, step: int, index: int) -> str:
     """Tool call ids stable across processes: `call_TURN_STEP_INDEX`."""
     return f"call_{turn}_{step}_{index}"
+
+
+def argument_names(spec: ToolSpec, scenario: Scenario) -> list[str]:
+    """Every argument name the scenario's calls of the tool use (its schema)."""
+    return sorted({k for t in scenario.turns for s in t.steps for c in s.tool_calls
+                   if c.tool == spec.name for k in c.arguments})  # fmt: skip
+
+
+def run_tool_body(spec: ToolSpec, gate: GateClient, ledger: LedgerWriter, call: str,
+                  arguments: dict[str, Any]) -> tuple[bool, str]:  # fmt: skip
+    """A scripted tool's body, whatever framework calls it: the boundaries
+    around its effect (an fsynced ledger line for `effect = "ledger"`),
+    then (failed, result text)."""
+    gate.reach("tool/started", callId=call, tool=spec.name)
+    if spec.effect == "ledger":
+        key = call if spec.accepts_idempotency_key else None
+        ledger.apply(call_id=call, tool=spec.name, arguments=arguments, key=key)
+        gate.reach("tool/effect", callId=call, tool=spec.name)
+    gate.reach("tool/returned", callId=call, tool=spec.name)
+    if spec.fails:
+        return True, spec.result or f"{spec.name} failed"
+    return False, spec.result or "ok"

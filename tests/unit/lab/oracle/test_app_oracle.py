@@ -1,6 +1,6 @@
 # The app oracle on hand-made observations: each code fires on the evidence
 # it is about and stays quiet on a clean recovery.  (The integration tests in
-# test_langgraph_app.py get the same codes from real LangGraph children.)
+# test_framework_apps.py get the same codes from real LangGraph children.)
 from __future__ import annotations
 
 from typing import Any

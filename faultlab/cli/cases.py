@@ -170,6 +170,8 @@ def explore(
                             ("target", target), ("backend", backend)):  # fmt: skip
             if value is not None:
                 raise UserError(f"--app cannot be combined with --{name}")
+        if select is not None:
+            raise UserError("-k, --lf, -x and --maxfail do not apply to --app yet")
         return _explore_app(paths, app=app, compare=compare, jobs=jobs, shard=shard,
                             timeout=timeout, as_json=as_json, faults=faults, spawn=spawn,
                             report_dir=None if no_report else report_dir)  # fmt: skip
@@ -285,7 +287,7 @@ def _explore_app(
     """`explore --app`: a framework app's cases, in each durability mode, and
     one report of them all (each failure's records, databases and readings)."""
     from faultlab import lab
-    from faultlab.lab.apps import parse_app
+    from faultlab.lab.apps import MODES, parse_app
     from faultlab.lab.campaigns.appexplore import (
         app_matrix,
         combined_result,
@@ -295,14 +297,16 @@ def _explore_app(
 
     framework, _ = parse_app(app)
     modes = parse_compare(compare, framework=framework)
+    dimension = MODES[framework][0]
     loaded = lab.load_scenarios(paths)
+    if report_dir is not None:
+        lab.check_report_dir(report_dir)
     fault_names = [f.strip() for f in faults.split(",") if f.strip()]
     if fault_names == ["all"]:
         fault_names = ["sigkill"]  # io-error only when named: it doubles the cases
     results = {}
     with lab.workdir() as work:
         for mode in modes:
-            dimension = "durability" if framework == "langgraph" else "save"
             say(f"exploring {len(loaded)} scenario(s) with the app {app}, {dimension} {mode}, "
                 f"{jobs} job(s)" + (f", shard {shard}" if shard else ""))  # fmt: skip
             results[mode] = explore_app(loaded, app=app, workdir=work, durability=mode,

@@ -11,7 +11,6 @@
 # and the thread as the framework's own serializer reads it.
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import sys
@@ -119,8 +118,17 @@ class AppOptions:
     # interpreter per child under its supervisor (the fidelity reference).
     spawn: str = "fork"
 
+    @property
+    def framework(self) -> str:
+        return parse_app(self.app)[0]
+
+    @property
+    def target(self) -> str:
+        """MODULE:FACTORY, as the child takes it."""
+        return parse_app(self.app)[1]
+
     def __post_init__(self) -> None:
-        name, modes, default = MODES[parse_app(self.app)[0]]
+        name, modes, default = MODES[self.framework]
         if not self.durability:
             object.__setattr__(self, "durability", default)
         if self.durability not in modes:
@@ -151,7 +159,7 @@ class _Rig:
         shutil.rmtree(where, ignore_errors=True)
         where.mkdir(parents=True)
         self.where, self.options, self.scenario_path = where, options, scenario_path
-        self.framework = parse_app(options.app)[0]
+        self.framework = options.framework
         self.ledger, self.db = where / "world.jsonl", where / _STORES[self.framework]
         self.gate = Gate(armed)
         self._socket_dir = Path(tempfile.mkdtemp(prefix="faultlab-gate-"))
@@ -175,7 +183,7 @@ class _Rig:
         self.runs += 1
         name = f"run{self.runs}-{action}"
         argv = [sys.executable, "-m", _CHILD_MODULES[self.framework], self.scenario_path,
-                "--app", parse_app(self.options.app)[1], "--db", str(self.db),
+                "--app", self.options.target, "--db", str(self.db),
                 "--ledger", str(self.ledger), "--gate", str(self.bridge.path),
                 "--durability", self.options.durability, "--action", action,
                 "--from-turn", str(turn)] + (["--fail", fail] if fail else [])  # fmt: skip
@@ -187,8 +195,7 @@ class _Rig:
         if self.options.spawn == "fork":
             # argv is [python, -m, CHILD_MODULE, *arguments]: the server
             # preloads the child module and the app once, forks one per run.
-            server = app_server(argv[2], parse_app(self.options.app)[1], cwd=os.getcwd(),
-                                env=env)  # fmt: skip
+            server = app_server(argv[2], self.options.target, cwd=os.getcwd(), env=env)
             process = ForkedApp.start(server, argv[3:], cwd=Path.cwd(), env=env,
                                       stdout_path=stdout, stderr_path=stderr)  # fmt: skip
         else:
@@ -276,7 +283,7 @@ def plan_app_cases(reference: Reference, options: AppOptions,
     write or history save for io-error) with every resume style the
     framework offers."""
     hooked = any(r.get("fact") == "app/hook" for r in reference.trace)
-    offered = _STYLES[parse_app(options.app)[0]]
+    offered = _STYLES[options.framework]
     styles = [s for s in options.styles if s in offered and (s != "hook" or hooked)]
     cases = []
     for fault in faults:
@@ -390,10 +397,7 @@ def _second_writer(case: Case, reference: Reference,
     # What a second writer is about; the held first writer was not killed,
     # so what a kill there would lose (TOOL_INTENT_LOST) is the sigkill
     # case's question, not this one's.
-    violations = [dataclasses.replace(v, message=v.message.replace(
-                      "before the kill, and the resumed app", "while the first process was "
-                      "held there, and the second writer"))
-                  for v in check_app(observation) if v.code in _SECOND_WRITER_CODES]  # fmt: skip
+    violations = [v for v in check_app(observation) if v.code in _SECOND_WRITER_CODES]
     if first_status != 0 and not first_hung:
         violations.append(Violation(
             "SEQ_FORK", f"the live writer exited {first_status} after a second writer "

@@ -8,7 +8,6 @@
 # stays importable without the optional extra.
 from __future__ import annotations
 
-import argparse
 import errno
 import importlib
 import sqlite3
@@ -34,31 +33,23 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import create_model
 
-from faultlab.lab.apps.script import argument_names, call_id, run_tool_body, scripted_step
-from faultlab.lab.read.histories import Call, History, Message, pairing_problems
+from faultlab.lab.apps.lgstate import to_history
+from faultlab.lab.apps.script import (
+    argument_names,
+    call_id,
+    child_arguments,
+    run_tool_body,
+    scripted_step,
+)
+from faultlab.lab.read.histories import History, pairing_problems
 from faultlab.lab.servers.gate import GateClient
 from faultlab.lab.servers.ledger import LedgerWriter
 from faultlab.scenario import Scenario, load_scenario
 from faultlab.scenario.model import ToolSpec
 
-__all__ = ["CheckpointProbe", "ScriptedChatModel", "main", "preload", "to_history"]
+__all__ = ["CheckpointProbe", "ScriptedChatModel", "main", "preload"]
 
 THREAD = "faultlab-case"
-
-
-def to_history(messages: Sequence[Any]) -> History:
-    """LangChain messages as the lab's normalised History."""
-    out: list[Message] = []
-    for m in messages:
-        text = m.content if isinstance(m.content, str) else str(m.content)
-        if isinstance(m, HumanMessage):
-            out.append(Message("user", text))
-        elif isinstance(m, AIMessage):
-            calls = tuple(Call(str(c["id"]), c["name"], dict(c["args"])) for c in m.tool_calls)
-            out.append(Message("assistant", text, calls))
-        elif isinstance(m, ToolMessage):
-            out.append(Message("tool", text, (), m.tool_call_id, m.status == "error"))
-    return History(tuple(out))
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -217,17 +208,9 @@ def preload(app: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="faultlab.lab.apps.lgchild")
-    parser.add_argument("scenario")
-    parser.add_argument("--app", required=True, help="MODULE:FACTORY")
-    parser.add_argument("--db", required=True)
-    parser.add_argument("--ledger", required=True)
-    parser.add_argument("--gate", default=None)
-    parser.add_argument("--durability", choices=("exit", "async", "sync"), default="async")
-    parser.add_argument("--action", choices=("run", "resume", "resend", "hook"), default="run")
-    parser.add_argument("--from-turn", type=int, default=0)
-    parser.add_argument("--fail", default=None, help="a checkpoint write to fail, BOUNDARY#N")
-    args = parser.parse_args(argv)
+    args = child_arguments("faultlab.lab.apps.lgchild", argv, modes=("async", "exit", "sync"),
+                           actions=("resume", "resend", "hook"),
+                           store="the SqliteSaver's database")  # fmt: skip
     scenario = load_scenario(args.scenario)
     gate = GateClient(args.gate)
     ledger = LedgerWriter(args.ledger)

@@ -16,7 +16,7 @@ from typing import Any
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.histories import Call, History, Message
 
-__all__ = ["PersistedThread", "read_thread"]
+__all__ = ["PersistedThread", "read_thread", "to_history"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,9 @@ class PersistedThread:
                 "forks": list(self.forks)}  # fmt: skip
 
 
-def _messages(values: Any) -> History:
+def to_history(values: Any) -> History:
+    """LangChain messages (or one) as the lab's normalised History, read by
+    their `type`, so this module needs no langchain import."""
     out: list[Message] = []
     for m in values if isinstance(values, list) else [values]:
         kind = getattr(m, "type", "")
@@ -100,8 +102,8 @@ def read_thread(db: Path, thread: str) -> PersistedThread:
                              if c.startswith("branch:to:")))  # fmt: skip
     chain = tuple((int(t.metadata.get("step", -1)), str(t.checkpoint["id"]))
                   for t in reversed(tuples))  # fmt: skip
-    return PersistedThread(_messages(values.get("messages", [])), tuple(pending), chain,
-                           scheduled, _messages(pending_msgs), _forks(tuples))  # fmt: skip
+    return PersistedThread(to_history(values.get("messages", [])), tuple(pending), chain,
+                           scheduled, to_history(pending_msgs), _forks(tuples))  # fmt: skip
 
 
 def _forks(tuples: list[Any]) -> tuple[str, ...]:

@@ -36,7 +36,13 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from faultlab.lab.apps.pastate import to_history
-from faultlab.lab.apps.script import argument_names, call_id, run_tool_body, scripted_step
+from faultlab.lab.apps.script import (
+    argument_names,
+    call_id,
+    child_arguments,
+    run_tool_body,
+    scripted_step,
+)
 from faultlab.lab.read.histories import pairing_problems
 from faultlab.lab.servers.gate import GateClient
 from faultlab.lab.servers.ledger import LedgerWriter
@@ -188,19 +194,10 @@ async def _drive(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="faultlab.lab.apps.pachild")
-    parser.add_argument("scenario")
-    parser.add_argument("--app", required=True, help="MODULE:FACTORY")
-    parser.add_argument("--db", required=True, help="the history store's path")
-    parser.add_argument("--ledger", required=True)
-    parser.add_argument("--gate", default=None)
-    # The mode slot of every app child: here the store's save policy.
-    parser.add_argument("--durability", choices=SAVE_POLICIES, default="node")
-    parser.add_argument("--action", choices=("run", "resume", "resend", "hook", "repair"),
-                        default="run")  # fmt: skip
-    parser.add_argument("--from-turn", type=int, default=0)
-    parser.add_argument("--fail", default=None, help="a history save to fail, history/save#N")
-    return asyncio.run(_drive(parser.parse_args(argv)))
+    args = child_arguments("faultlab.lab.apps.pachild", argv, modes=SAVE_POLICIES,
+                           actions=("resume", "resend", "hook", "repair"),
+                           store="the history store's path")  # fmt: skip
+    return asyncio.run(_drive(args))
 
 
 if __name__ == "__main__":

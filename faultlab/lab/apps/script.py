@@ -7,6 +7,8 @@
 # answer from it.
 from __future__ import annotations
 
+import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from faultlab.lab.read.histories import History
@@ -15,7 +17,7 @@ from faultlab.lab.servers.ledger import LedgerWriter
 from faultlab.scenario import Scenario
 from faultlab.scenario.model import Step, ToolSpec
 
-__all__ = ["argument_names", "call_id", "run_tool_body", "scripted_step"]
+__all__ = ["argument_names", "call_id", "child_arguments", "run_tool_body", "scripted_step"]
 
 
 def scripted_step(scenario: Scenario, history: History) -> tuple[int, int, Step | None]:
@@ -54,3 +56,22 @@ def run_tool_body(spec: ToolSpec, gate: GateClient, ledger: LedgerWriter, call: 
     if spec.fails:
         return True, spec.result or f"{spec.name} failed"
     return False, spec.result or "ok"
+
+
+def child_arguments(prog: str, argv: Sequence[str] | None, *, modes: Sequence[str],
+                    actions: Sequence[str], store: str) -> argparse.Namespace:  # fmt: skip
+    """The command line every app child takes from the drive
+    (faultlab/lab/apps/drive.py `_Rig.start`): `--durability` is the slot of
+    the framework's mode (LangGraph's durability, a pydantic-ai store's save
+    policy), `--db` the path of the app's store."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("scenario")
+    parser.add_argument("--app", required=True, help="MODULE:FACTORY")
+    parser.add_argument("--db", required=True, help=store)
+    parser.add_argument("--ledger", required=True)
+    parser.add_argument("--gate", default=None)
+    parser.add_argument("--durability", choices=modes, default=modes[0])
+    parser.add_argument("--action", choices=("run", *actions), default="run")
+    parser.add_argument("--from-turn", type=int, default=0)
+    parser.add_argument("--fail", default=None, help="a store write to fail, BOUNDARY#N")
+    return parser.parse_args(argv)

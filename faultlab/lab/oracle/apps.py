@@ -65,8 +65,9 @@ def check_app(o: AppObservation) -> list[Violation]:
     for call in unknown:
         if call in again:
             out.append(Violation("UNKNOWN_OUTCOME_RERUN",
-                                 f"{call} ({tool_of[call]}) may have run before the kill, and the "
-                                 "resumed app ran it again without telling the model",
+                                 f"{call} ({tool_of[call]}) had started and its result was not "
+                                 "durable, and the app's next run ran it again without telling "
+                                 "the model",
                                  {"callId": call}))  # fmt: skip
     expected = Counter(str(r.get("tool")) for r in o.reference_ledger)
     applied = Counter(str(r.get("tool")) for r in o.ledger)

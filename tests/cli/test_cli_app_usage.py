@@ -2,6 +2,8 @@
 # before any child starts.
 from __future__ import annotations
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
 from faultlab.cli import main
@@ -34,3 +36,15 @@ def test_app_is_not_combined_with_agent() -> None:
 def test_a_pydantic_ai_app_compares_save_policies_not_durability() -> None:
     code, output = _run("--app", "pydantic-ai:m:f", "--compare", "durability=sync")
     assert code == 2 and "save=MODE" in output
+
+
+def test_selection_options_are_refused_with_app_not_ignored() -> None:
+    code, output = _run("--app", "langgraph:m:f", "-k", "tool")
+    assert code == 2 and "do not apply to --app" in output
+
+
+def test_an_unwritable_report_dir_is_refused_before_any_case(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    code, output = _run("--app", "langgraph:m:f", "--report-dir", str(blocked))
+    assert code == 2 and "--report-dir" in output

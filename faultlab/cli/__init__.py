@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from faultlab.cli import agents, campaigns, cases, reports
+from faultlab.cli import agents, campaigns, cases, replaying, reports
 from faultlab.cli.options import epilog
 from faultlab.cli.output import FaultlabGroup
 
@@ -34,9 +34,9 @@ def main() -> None:
 # The order the commands were defined in; `--help` lists them alphabetically.
 main.add_command(cases.explore)
 main.add_command(cases.run)
-main.add_command(cases.boundaries)
+main.add_command(replaying.boundaries)
 main.add_command(reports.inspect)
-main.add_command(cases.replay)
+main.add_command(replaying.replay)
 main.add_command(campaigns.bench)
 main.add_command(campaigns.selftest)
 main.add_command(campaigns.fuzz)

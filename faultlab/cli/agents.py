@@ -25,12 +25,12 @@ def agents() -> None:
 @guarded
 def install(names: tuple[str, ...], force: bool) -> int:
     """Install the named agents (bundled names or adapter .toml paths); all if none."""
-    from faultlab.lab import agents as lab_agents
+    from faultlab import lab
 
-    chosen = ([lab_agents.find_adapter(n) for n in names] if names
-              else lab_agents.bundled_adapters())  # fmt: skip
+    chosen = ([lab.find_adapter(n) for n in names] if names
+              else lab.bundled_adapters())  # fmt: skip
     for adapter in chosen:
-        lab_agents.install(adapter, force=force, say=say)
+        lab.install_agent(adapter, force=force, say=say)
     return EXIT_OK
 
 
@@ -39,9 +39,9 @@ def install(names: tuple[str, ...], force: bool) -> int:
 @guarded
 def list_(as_json: bool) -> int:
     """Show each bundled agent, its pinned version and whether it is installed."""
-    from faultlab.lab import agents as lab_agents
+    from faultlab import lab
 
-    rows = lab_agents.list_agents()
+    rows = lab.list_agents()
     if as_json:
         emit_json([asdict(r) for r in rows])
         return EXIT_OK
@@ -60,7 +60,7 @@ def list_(as_json: bool) -> int:
 @guarded
 def findings(reports: tuple[Path, ...], document: Path | None) -> int:
     """The findings table of black-box runs (explore --agent reports)."""
-    from faultlab.lab.report.findings import findings_markdown, read_findings, write_findings
+    from faultlab.lab import findings_markdown, read_findings, write_findings
 
     markdown = findings_markdown(read_findings(reports))
     if document is None:

@@ -95,7 +95,7 @@ def selftest(
     """Prove the oracle: every broken runtime of the zoo must be caught with its
     expected code, and the reference runtime must raise no false alarm."""
     from faultlab import lab
-    from faultlab.lab.report.console import render_selftest_problems
+    from faultlab.lab import render_selftest_problems
 
     paint = show.style(color_choice)
 
@@ -282,16 +282,18 @@ def _fuzz_agent(
 ) -> int:  # fmt: skip
     """`fuzz --agent`: drawn kill points of a black-box agent, reported like explore."""
     from faultlab import lab
-    from faultlab.cli.cases import report_agent_result
+    from faultlab.cli import driving
 
     loaded = lab.load_scenarios(list(scenarios) or [lab.bundled_scenarios()])
-    fault_names = [f.strip() for f in faults.split(",") if f.strip()]
     say(f"fuzzing the agent {agent}: {examples} kill point(s) per scenario over "
         f"{len(loaded)} scenario(s), delays up to {max_delay} ms, seed {seed}, {jobs} job(s)")
     with lab.workdir() as work:
-        result = lab.fuzz_agent(
-            loaded, agent=agent, examples=examples, seed=seed, jobs=jobs, timeout=timeout,
-            workdir=work, progress=show.Progress(), faults=fault_names, max_delay_ms=max_delay,
-        )  # fmt: skip
-        return report_agent_result(result, agent=agent, timeout=timeout, as_json=as_json,
-                                   report_dir=report_dir)  # fmt: skip
+        made = lab.make_drive("agent", workdir=work, timeout=timeout, agent=agent)
+        try:
+            result = lab.fuzz(made, loaded, examples=examples, seed=seed, jobs=jobs,
+                              faults=faults.split(","), max_delay_ms=max_delay,
+                              progress=show.Progress())  # fmt: skip
+        except lab.Interrupted as stop:
+            result = stop.partial
+        return driving.finish(result, made, {"agent": agent}, timeout=timeout,
+                              as_json=as_json, report_dir=report_dir)  # fmt: skip

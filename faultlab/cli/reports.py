@@ -39,7 +39,7 @@ def inspect(log: Path, scenario: Path | None, as_json: bool, reader: str | None)
     from faultlab import lab
 
     if reader is not None:
-        from faultlab.lab.report.agentinspect import inspect_agent_log
+        from faultlab.lab import inspect_agent_log
 
         check_exists(log, what="session log file")
         found = inspect_agent_log(log, reader)

@@ -19,8 +19,7 @@ import click
 from faultlab.cli.output import say
 
 if TYPE_CHECKING:
-    from faultlab.lab import CaseResult, ExploreResult
-    from faultlab.lab.report.console import Style
+    from faultlab.lab import CaseResult, ExploreResult, Style
 
 __all__ = [
     "Progress", "color", "fault_line", "print_failures", "print_summary", "quiet", "run_command",
@@ -38,7 +37,7 @@ quiet = click.option("-q", "--quiet", count=True,
 
 
 def style(choice: str) -> Style:
-    from faultlab.lab.report.console import Style, use_color
+    from faultlab.lab import Style, use_color
 
     return Style(use_color(choice, isatty=sys.stderr.isatty()))
 
@@ -52,7 +51,7 @@ class Progress:
         self, *, verbosity: int = 0, paint: Style | None = None, slow: float = 5.0,
         waiting: str = "still waiting for the fault-free reference run(s)",
     ) -> None:  # fmt: skip
-        from faultlab.lab.report.console import Style
+        from faultlab.lab import Style
 
         self.tty = sys.stderr.isatty()
         self.verbosity = verbosity
@@ -73,7 +72,7 @@ class Progress:
         self._timer.cancel()
 
     def __call__(self, result: CaseResult, done: int, total: int) -> None:
-        from faultlab.lab.report.console import progress_text
+        from faultlab.lab import progress_text
 
         now = time.monotonic()
         if self.first is None:
@@ -100,7 +99,7 @@ def print_failures(
     report: Path | None, verbosity: int, paint: Style,
 ) -> None:  # fmt: skip
     """The failing cases grouped by code (faultlab.lab.report.console)."""
-    from faultlab.lab.report.console import group_failures, render_failures
+    from faultlab.lab import group_failures, render_failures
 
     groups = group_failures(failing, replay=replay, report=report)
     for line in render_failures(groups, style=paint, verbosity=verbosity):
@@ -124,7 +123,7 @@ def print_summary(
     result: ExploreResult, report: Path | None, *, replay: Callable[[CaseResult], str],
     verbosity: int = 0, paint: Style | None = None,
 ) -> None:  # fmt: skip
-    from faultlab.lab.report.console import Style
+    from faultlab.lab import Style
 
     paint = paint or Style()
     if verbosity >= 0:

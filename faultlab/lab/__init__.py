@@ -17,6 +17,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from faultlab.lab.agents import bundled_adapters, find_adapter, list_agents
+    from faultlab.lab.agents import install as install_agent
     from faultlab.lab.campaigns.api import (
         DRIVES,
         SUPPORTED_FAULTS,
@@ -27,14 +29,18 @@ if TYPE_CHECKING:
         explore_scenarios,
         fuzz_agent,
         load_scenarios,
+        make_drive,
         make_target,
         parse_faults,
         reference_run,
+        replay_drive,
         run_agent_case,
+        run_app_single,
         run_single,
         workdir,
     )
-    from faultlab.lab.campaigns.appexplore import run_app_single
+    from faultlab.lab.campaigns.appexplore import app_matrix, by_mode
+    from faultlab.lab.campaigns.engine import explore, fuzz, run_case
     from faultlab.lab.campaigns.explore import (
         COVERAGE,
         ExploreResult,
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
         plan_scenario,
         plugin_options,
     )
+    from faultlab.lab.campaigns.select import Selection
     from faultlab.lab.campaigns.selftest import (
         SelftestInterrupted,
         SelftestResult,
@@ -66,6 +73,7 @@ if TYPE_CHECKING:
         run_selftest,
     )
     from faultlab.lab.campaigns.zoo import Zoo, ZooVariant, default_zoo_path, load_zoo
+    from faultlab.lab.drives import DRIVE_NAMES, Drive, drive_accepts
     from faultlab.lab.errors import LabUsageError
     from faultlab.lab.oracle import (
         GUARANTEES,
@@ -90,19 +98,33 @@ if TYPE_CHECKING:
         merge_reports,
         new_run_id,
         recorded_ids,
+        replay_command,
         write_report,
         write_selftest_report,
     )
+    from faultlab.lab.report.agentinspect import inspect_agent_log
+    from faultlab.lab.report.console import (
+        Style,
+        group_failures,
+        progress_text,
+        render_failures,
+        render_selftest_problems,
+        use_color,
+    )
+    from faultlab.lab.report.findings import findings_markdown, read_findings, write_findings
     from faultlab.lab.report.fuzz import write_fuzz_report
+    from faultlab.lab.report.recent import last_failed
 
 __all__ = [
     "COVERAGE",
     "DRIVES",
+    "DRIVE_NAMES",
     "GUARANTEES",
     "SUPPORTED_FAULTS",
     "Case",
     "CaseResult",
     "CrashLab",
+    "Drive",
     "ExploreResult",
     "FaultTally",
     "FuzzInterrupted",
@@ -120,34 +142,50 @@ __all__ = [
     "RunInfo",
     "ScenarioProblem",
     "ScenarioRun",
+    "Selection",
     "SelftestInterrupted",
     "SelftestResult",
     "SelftestRow",
     "Shard",
+    "Style",
     "Verdict",
     "Violation",
     "Zoo",
     "ZooVariant",
+    "app_matrix",
+    "bundled_adapters",
     "bundled_scenarios",
+    "by_mode",
     "check_coverage",
     "check_drive",
     "check_report_dir",
     "default_zoo_path",
+    "drive_accepts",
     "explain",
+    "explore",
     "explore_agent",
     "explore_paths",
     "explore_scenarios",
     "failure_text",
     "fault_tally",
+    "find_adapter",
     "find_case",
     "find_log",
+    "findings_markdown",
     "format_table",
+    "fuzz",
     "fuzz_agent",
     "fuzz_campaign",
     "ground_truth_line",
+    "group_failures",
+    "inspect_agent_log",
     "inspect_log",
+    "install_agent",
+    "last_failed",
+    "list_agents",
     "load_scenarios",
     "load_zoo",
+    "make_drive",
     "make_target",
     "merge_reports",
     "new_run_id",
@@ -155,14 +193,23 @@ __all__ = [
     "parse_shard",
     "plan_scenario",
     "plugin_options",
+    "progress_text",
     "read_any",
+    "read_findings",
     "recorded_ids",
     "reference_run",
+    "render_failures",
+    "render_selftest_problems",
+    "replay_command",
+    "replay_drive",
     "run_agent_case",
     "run_app_single",
+    "run_case",
     "run_selftest",
     "run_single",
+    "use_color",
     "workdir",
+    "write_findings",
     "write_fuzz_report",
     "write_report",
     "write_selftest_report",
@@ -172,6 +219,19 @@ __all__ = [
 # needs one room (the MCP tool server, a fork-server child) pays for that room
 # only, and the fuzzer (Hypothesis) only when fuzzing.
 _ON_USE = {
+    "find_adapter": "faultlab.lab.agents",
+    "bundled_adapters": "faultlab.lab.agents",
+    "list_agents": "faultlab.lab.agents",
+    "Style": "faultlab.lab.report.console",
+    "use_color": "faultlab.lab.report.console",
+    "progress_text": "faultlab.lab.report.console",
+    "group_failures": "faultlab.lab.report.console",
+    "render_failures": "faultlab.lab.report.console",
+    "render_selftest_problems": "faultlab.lab.report.console",
+    "findings_markdown": "faultlab.lab.report.findings",
+    "read_findings": "faultlab.lab.report.findings",
+    "write_findings": "faultlab.lab.report.findings",
+    "inspect_agent_log": "faultlab.lab.report.agentinspect",
     "COVERAGE": "faultlab.lab.campaigns.explore",
     "Case": "faultlab.lab.oracle",
     "CaseResult": "faultlab.lab.oracle",
@@ -232,7 +292,20 @@ _ON_USE = {
     "reference_run": "faultlab.lab.campaigns.api",
     "run_selftest": "faultlab.lab.campaigns.selftest",
     "run_agent_case": "faultlab.lab.campaigns.api",
-    "run_app_single": "faultlab.lab.campaigns.appexplore",
+    "run_app_single": "faultlab.lab.campaigns.api",
+    "make_drive": "faultlab.lab.campaigns.api",
+    "replay_drive": "faultlab.lab.campaigns.api",
+    "Selection": "faultlab.lab.campaigns.select",
+    "last_failed": "faultlab.lab.report.recent",
+    "replay_command": "faultlab.lab.report",
+    "app_matrix": "faultlab.lab.campaigns.appexplore",
+    "by_mode": "faultlab.lab.campaigns.appexplore",
+    "explore": "faultlab.lab.campaigns.engine",
+    "fuzz": "faultlab.lab.campaigns.engine",
+    "run_case": "faultlab.lab.campaigns.engine",
+    "DRIVE_NAMES": "faultlab.lab.drives",
+    "Drive": "faultlab.lab.drives",
+    "drive_accepts": "faultlab.lab.drives",
     "run_single": "faultlab.lab.campaigns.api",
     "workdir": "faultlab.lab.campaigns.api",
     "write_report": "faultlab.lab.report",
@@ -245,10 +318,15 @@ _ON_USE = {
 }
 
 
+# exported name -> its name in the module that defines it
+_RENAMED = {"install_agent": "install"}
+_ON_USE["install_agent"] = "faultlab.lab.agents"
+
+
 def __getattr__(name: str) -> Any:
     module = _ON_USE.get(name)
     if module is None:
         raise AttributeError(f"module 'faultlab.lab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
     globals()[name] = value
     return value

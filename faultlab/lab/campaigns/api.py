@@ -1,56 +1,35 @@
-# The lab as a library: what the CLI and repro scripts call.  Each function
-# validates its arguments and returns values; nothing here prints or exits.
+# The lab as a library: what the CLI, the pytest plugin and repro scripts
+# call.  The engine's entry points (`explore`, `run_single`, `fuzz`) take a
+# drive from `make_drive`; the keyword functions below are the same calls
+# spelled for one kind of target each (as earlier releases had them), each a
+# drive built from its keywords and handed to the engine.  Nothing here
+# prints or exits.
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from faultlab.lab.campaigns.explore import (
-    COVERAGE,
-    ExploreResult,
-    Progress,
-    Shard,
-    coverage_result,
-    explore,
-    load_scenarios,
-    plan_cases,
-    run_one,
-)
+from faultlab.lab.campaigns import engine
+from faultlab.lab.campaigns.engine import ExploreResult, PlanProgress, Progress, Shard
+from faultlab.lab.campaigns.explore import load_scenarios
 from faultlab.lab.campaigns.select import Selection
 from faultlab.lab.campaigns.targets import (
     DRIVES,
-    check_acp_backend,
     check_drive,
-    check_drive_name,
-    check_fault,
     make_target,
     parse_faults,
 )
-from faultlab.lab.errors import LabUsageError
-from faultlab.lab.faults.double import (
-    DEFAULT_MAX_DOUBLE,
-    DOUBLE_FAULT,
-    PlanProgress,
-    parse_pair,
-)
-from faultlab.lab.faults.live import check_fault_at
-from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.drives import make_drive
+from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE
+from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
 from faultlab.lab.process.scratch import make_workdir
-from faultlab.lab.process.target import (
-    bundled_scenarios,
-)
-from faultlab.lab.read.stores import store_for
-from faultlab.probe import FAULTS, parse_occurrence
+from faultlab.lab.process.target import bundled_scenarios
+from faultlab.probe import FAULTS
 from faultlab.scenario import Scenario, load_scenario
-
-if TYPE_CHECKING:
-    from faultlab.lab.blackbox.drive import BlackboxOptions
 
 __all__ = [
     "DRIVES",
@@ -58,14 +37,18 @@ __all__ = [
     "bundled_scenarios",
     "check_drive",
     "explore_agent",
+    "explore_app",
     "explore_paths",
     "explore_scenarios",
     "fuzz_agent",
     "load_scenarios",
+    "make_drive",
     "make_target",
     "parse_faults",
     "reference_run",
+    "replay_drive",
     "run_agent_case",
+    "run_app_single",
     "run_single",
     "workdir",
 ]
@@ -104,103 +87,18 @@ def run_single(
     spawn: str = "fork", backend: str | None = None, drive: str = "classic",
     check_determinism: bool = False,
 ) -> CaseResult:  # fmt: skip
-    """Run one case: the reference run, then `occurrence` killed with `fault`
-    (`check_determinism`: then both again, adding NONDETERMINISTIC if they differ)."""
-    check_drive_name(drive)
-    if drive == "acp":
-        from faultlab.lab.campaigns.acpexplore import acp_options, run_single_acp
-
-        check_acp_backend(backend)
-        if check_determinism:
-            raise LabUsageError("--check-determinism works with --drive classic only")
-        acp = acp_options(
-            workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
-        )
-        return run_single_acp(scenario, occurrence, fault=fault, options=acp)
-    # The scenario's coverage check: a reference run only, which also checks
-    # that `fault` got cases where it applies (faultlab/lab/campaigns/explore.py).
-    # ("reference": a recorded coverage case replayed, which checks no plan.)
-    planned = () if fault == "reference" else (fault,)
-    if occurrence == COVERAGE:
-        if planned:
-            check_fault(fault)
-        occurrence, fault = COVERAGE, "reference"
-    elif fault == DOUBLE_FAULT:
-        occurrence = "+".join(parse_pair(occurrence))
-    else:
-        name, n = parse_occurrence(occurrence)
-        occurrence = f"{name}#{n}"
-        check_fault(fault)
-        check_fault_at(fault, name)
-    reference = reference_run(
-        scenario, policy=policy, target=target, timeout=timeout, workdir=workdir, spawn=spawn,
-        backend=backend,
-    )  # fmt: skip
-    made = make_target(policy=policy, target=target, backend=backend)
-    options = LabOptions(made, workdir, timeout, spawn)
-    case = Case(reference.scenario_path, occurrence, fault)
-    reason = store_for(reference.backend).unsupported_reason(fault, reference.ground_truth)
-    if reason is not None:
-        raise LabUsageError(
-            f"fault {fault!r} is not supported on backend {reference.backend}: {reason}"
-        )
-    if reference.returncode == 0 and fault == DOUBLE_FAULT:
-        first = occurrence.partition("+")[0]
-        if first not in reference.occurrences:
-            raise LabUsageError(f"{Path(scenario).name}: the fault-free run never reaches {first}")
-    elif reference.returncode == 0 and occurrence != COVERAGE:
-        applicable = [c for c in plan_cases(reference, (fault,)) if c.fault == fault]
-        if not applicable:
-            raise LabUsageError(
-                f"fault {fault!r} applies nowhere in {Path(scenario).name}: its fault-free "
-                "run reaches none of the boundaries the fault is injected at"
-            )
-        if case not in applicable:
-            where = ", ".join(c.occurrence for c in applicable[:8])
-            more = ", ..." if len(applicable) > 8 else ""
-            raise LabUsageError(
-                f"fault {fault!r} does not apply at {occurrence} in {Path(scenario).name} "
-                f"(it applies at: {where}{more})"
-            )
-    if occurrence == COVERAGE:
-        result = coverage_result(case, reference, planned)
-    else:
-        result = run_one(case, reference, options)
-    if not check_determinism:
-        return result
-    from faultlab.lab.campaigns.determinism import check_determinism as rerun_and_compare
-
-    violation = rerun_and_compare(case, reference, result, options, workdir=workdir / "again")
-    if violation is None:
-        return result
-    return dataclasses.replace(result, verdict="fail", violations=(*result.violations, violation))
+    """One classic or ACP case (`check_determinism`: run twice, classic only)."""
+    made = make_drive(drive, workdir=workdir, timeout=timeout, policy=policy, target=target,
+                      spawn=spawn, backend=backend,
+                      check_determinism=check_determinism or None)  # fmt: skip
+    return engine.run_single(made, scenario, occurrence, fault=fault)
 
 
 def explore_paths(
-    paths: Sequence[str | Path], *, policy: str | None = None,
-    target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
-    timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
-    spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
-    drive: str = "classic", max_double: int = DEFAULT_MAX_DOUBLE,
-    plan_progress: PlanProgress | None = None,
-) -> ExploreResult:  # fmt: skip
-    """Every case of every scenario in `paths`, for each of `faults`."""
-    return explore_scenarios(
-        load_scenarios(paths),
-        policy=policy,
-        target=target,
-        jobs=jobs,
-        shard=shard,
-        timeout=timeout,
-        workdir=workdir,
-        progress=progress,
-        spawn=spawn,
-        faults=faults,
-        backend=backend,
-        drive=drive,
-        max_double=max_double,
-        plan_progress=plan_progress,
-    )
+    paths: Sequence[str | Path], **options: object
+) -> ExploreResult:
+    """Every case of every scenario in `paths` (`explore_scenarios`' options)."""
+    return explore_scenarios(load_scenarios(paths), **options)  # type: ignore[arg-type]
 
 
 def explore_scenarios(
@@ -211,47 +109,12 @@ def explore_scenarios(
     drive: str = "classic", max_double: int = DEFAULT_MAX_DOUBLE,
     plan_progress: PlanProgress | None = None, select: Selection | None = None,
 ) -> ExploreResult:  # fmt: skip
-    """`explore_paths` for scenarios already loaded with `load_scenarios`.  `backend`
-    overrides every scenario's persistence backend (None: each scenario's own);
-    `plan_progress` is told how double-sigkill planning goes; `select` keeps
-    some cases and may stop the run early (-k, --lf, -x, --maxfail)."""
-    check_drive_name(drive)
-    if drive == "acp":
-        from faultlab.lab.campaigns.acpexplore import acp_options, explore_acp
-
-        check_acp_backend(backend)
-        acp = acp_options(
-            workdir=workdir, timeout=timeout, policy=policy, target=target, spawn=spawn
-        )
-        return explore_acp(
-            scenarios, acp, jobs=jobs, shard=shard, faults=faults, progress=progress,
-            max_double=max_double, plan_progress=plan_progress, select=select,
-        )  # fmt: skip
-    for fault in faults:
-        check_fault(fault)
-    if jobs < 1:
-        raise LabUsageError(f"jobs must be at least 1, not {jobs}")
-    if timeout <= 0:
-        raise LabUsageError(f"timeout must be positive, not {timeout}")
-    made = make_target(policy=policy, target=target, backend=backend)
-    options = LabOptions(made, workdir, timeout, spawn)
-    if max_double < 0:
-        raise LabUsageError(f"max double cases must be >= 0 (0: all), not {max_double}")
-    return explore(scenarios, options, jobs=jobs, shard=shard, progress=progress, faults=faults,
-                   max_double=max_double, plan_progress=plan_progress,
-                   select=select)  # fmt: skip
-
-
-def _agent_options(agent: str, *, workdir: Path, timeout: float,
-                   delays_ms: Sequence[int] | None, repeats: int) -> BlackboxOptions:  # fmt: skip
-    from faultlab.lab.agents.launch import agent_launcher
-    from faultlab.lab.blackbox.drive import BlackboxOptions
-    from faultlab.lab.servers.points import DEFAULT_DELAYS_MS
-
-    delays = tuple(DEFAULT_DELAYS_MS if delays_ms is None else delays_ms)
-    if not delays:
-        raise LabUsageError("--delays: name at least one delay")
-    return BlackboxOptions(agent_launcher(agent), workdir, timeout, delays, repeats)
+    """Every classic or ACP case of `scenarios` already loaded."""
+    made = make_drive(drive, workdir=workdir, timeout=timeout, policy=policy, target=target,
+                      spawn=spawn, backend=backend, max_double=max_double)  # fmt: skip
+    return engine.explore(made, scenarios, faults=faults, jobs=jobs, shard=shard,
+                          progress=progress, select=select,
+                          plan_progress=plan_progress)  # fmt: skip
 
 
 def explore_agent(
@@ -259,16 +122,15 @@ def explore_agent(
     shard: Shard | None = None, timeout: float = 120.0, workdir: Path,
     progress: Progress | None = None, faults: Sequence[str] = ("sigkill",),
     delays_ms: Sequence[int] | None = None, repeats: int = 1,
+    select: Selection | None = None,
 ) -> ExploreResult:  # fmt: skip
     """Every black-box case of `scenarios` for `agent` (a bundled adapter's
-    name or an adapter file): each boundary occurrence faultlab's servers saw
-    in the fault-free run, killed after each of `delays_ms`, `repeats` times."""
-    from faultlab.lab.campaigns.blackboxexplore import explore_blackbox
-
-    options = _agent_options(agent, workdir=workdir, timeout=timeout, delays_ms=delays_ms,
-                             repeats=repeats)  # fmt: skip
-    return explore_blackbox(scenarios, options, jobs=jobs, shard=shard, faults=faults,
-                            progress=progress)  # fmt: skip
+    name or an adapter file), killed after each of `delays_ms`, `repeats` times."""
+    made = make_drive("agent", workdir=workdir, timeout=timeout, agent=agent,
+                      delays=None if delays_ms is None else tuple(delays_ms),
+                      repeats=repeats)  # fmt: skip
+    return engine.explore(made, scenarios, faults=faults, jobs=jobs, shard=shard,
+                          progress=progress, select=select)  # fmt: skip
 
 
 def fuzz_agent(
@@ -276,14 +138,10 @@ def fuzz_agent(
     jobs: int = 1, timeout: float = 120.0, workdir: Path, progress: Progress | None = None,
     faults: Sequence[str] = ("sigkill",), max_delay_ms: int = 1000,
 ) -> ExploreResult:  # fmt: skip
-    """`examples` black-box cases per scenario for `agent`, at kill points
-    Hypothesis draws (any boundary occurrence of the fault-free run, any
-    delay up to `max_delay_ms`), reproducible from `seed`."""
-    from faultlab.lab.campaigns.blackboxexplore import fuzz_blackbox
-
-    options = _agent_options(agent, workdir=workdir, timeout=timeout, delays_ms=None, repeats=1)
-    return fuzz_blackbox(scenarios, options, examples=examples, seed=seed, jobs=jobs,
-                         faults=faults, max_delay_ms=max_delay_ms, progress=progress)  # fmt: skip
+    """`examples` black-box cases per scenario at drawn kill points."""
+    made = make_drive("agent", workdir=workdir, timeout=timeout, agent=agent)
+    return engine.fuzz(made, scenarios, examples=examples, seed=seed, faults=faults, jobs=jobs,
+                       max_delay_ms=max_delay_ms, progress=progress)  # fmt: skip
 
 
 def run_agent_case(
@@ -291,7 +149,52 @@ def run_agent_case(
     timeout: float = 120.0, workdir: Path,
 ) -> CaseResult:  # fmt: skip
     """One black-box case: `occurrence` like `tool/applied#1@200ms`."""
-    from faultlab.lab.campaigns.blackboxexplore import run_single_blackbox
+    made = make_drive("agent", workdir=workdir, timeout=timeout, agent=agent)
+    return engine.run_single(made, scenario, occurrence, fault=fault)
 
-    options = _agent_options(agent, workdir=workdir, timeout=timeout, delays_ms=None, repeats=1)
-    return run_single_blackbox(scenario, occurrence, fault=fault, options=options)
+
+def explore_app(
+    scenarios: Sequence[tuple[str, Scenario]], *, app: str, workdir: Path,
+    durability: str = "", jobs: int = 1, shard: Shard | None = None,
+    faults: Sequence[str] = ("sigkill",), timeout: float = 60.0,
+    progress: Progress | None = None, spawn: str = "fork", select: Selection | None = None,
+) -> ExploreResult:  # fmt: skip
+    """Every case of `app` on `scenarios` in one mode (empty: the framework's
+    default), its children forked by the app's fork server or exec'd."""
+    made = make_drive("app", workdir=workdir, timeout=timeout, app=app, spawn=spawn,
+                      compare=(durability,) if durability else None)  # fmt: skip
+    return engine.explore(made, scenarios, faults=faults, jobs=jobs, shard=shard,
+                          progress=progress, select=select)  # fmt: skip
+
+
+def run_app_single(
+    scenario: str, occurrence: str, *, app: str, fault: str, workdir: Path,
+    timeout: float = 60.0, spawn: str = "fork",
+) -> CaseResult:  # fmt: skip
+    """One app case, as `explore --app` recorded it (`fault` FAULT/STYLE/MODE)."""
+    made = make_drive("app", workdir=workdir, timeout=timeout, app=app, spawn=spawn)
+    return engine.run_single(made, scenario, occurrence, fault=fault)
+
+
+def replay_drive(info: dict[str, object], *, spawn: str = "fork") -> tuple[str, dict[str, object]]:
+    """The drive a report's `run.json` names and the options to build it
+    again for one of its cases (reports written before `driveOptions` keep
+    the target in `target`)."""
+    from faultlab.lab.drives import drive_accepts
+
+    name = str(info.get("drive") or "classic")
+    accepts = drive_accepts(name)
+    kept = info.get("driveOptions")
+    options: dict[str, object] = dict(kept) if isinstance(kept, dict) else {}
+    target = info.get("target")
+    if not options and name in ("agent", "app") and isinstance(target, list) and target:
+        options[name] = target[0]
+    if not options and name in ("classic", "acp"):
+        options = {"policy": info.get("policy"), "target": target,
+                   "backend": info.get("backend")}  # fmt: skip
+    options.pop("modes", None)  # one case runs in the mode its fault names
+    options.pop("delays", None)  # one case's kill point names its delay
+    options.pop("repeats", None)
+    if "spawn" in accepts:
+        options["spawn"] = spawn
+    return name, {k: v for k, v in options.items() if k in accepts and v is not None}

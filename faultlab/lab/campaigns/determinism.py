@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from faultlab.lab.campaigns.explore import run_one
+from faultlab.lab.drives.classic import run_one
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions, Reference, normalized, run_reference

@@ -20,6 +20,7 @@ from faultlab.lab.campaigns.api import run_single
 from faultlab.lab.campaigns.explore import COVERAGE, Shard, parse_shard, plan_cases, run_one
 from faultlab.lab.campaigns.targets import make_target, parse_faults
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.table import Planning
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference, slug
@@ -209,7 +210,7 @@ def plan_scenario(path: Path, options: PluginOptions) -> ScenarioRun:
     reference = run_reference(shown, scenario, lab)
     cases: tuple[Case, ...] = (Case(shown, COVERAGE, "reference"),)  # it reports a failed run
     if reference.returncode == 0 and not reference.hung:
-        cases = tuple(plan_cases(reference, options.faults, options=lab))
+        cases = tuple(plan_cases(reference, options.faults, Planning(lab)))
     return ScenarioRun(shown, reference, cases, options, lab)
 
 

@@ -3,14 +3,10 @@
 # (classic or ACP) and the faults.  Each check raises `LabUsageError`.
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.double import DOUBLE_FAULT
-from faultlab.lab.process.target import Target, check_executable, command_target, reference_target
-from faultlab.lab.read.stores import store_for
+from faultlab.lab.process.target import make_target
 from faultlab.probe import FAULTS
-from faultlab.scenario import POLICIES
 
 __all__ = [
     "DRIVES",
@@ -21,24 +17,6 @@ __all__ = [
     "make_target",
     "parse_faults",
 ]
-
-
-def make_target(
-    *, policy: str | None = None, target: Sequence[str] | str | None = None,
-    backend: str | None = None,
-) -> Target:  # fmt: skip
-    if policy is not None and policy not in POLICIES:
-        raise LabUsageError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
-    if backend is not None:
-        store_for(backend)  # an unknown backend is a usage error
-    if target is None:
-        return reference_target(policy, backend)
-    if isinstance(target, str):
-        return command_target(target, policy, backend)
-    if not target:
-        raise LabUsageError("target: empty command")
-    check_executable(target[0])
-    return Target(tuple(target), policy, False, backend)
 
 
 def check_fault(fault: str) -> None:

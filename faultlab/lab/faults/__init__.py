@@ -12,7 +12,6 @@ from faultlab.lab.faults.corruption import (
 from faultlab.lab.faults.live import (
     LIVE_FAULTS,
     plan_fault_cases,
-    run_fault_case,
 )
 from faultlab.lab.faults.powerloss import (
     OFFLINE_CODES,
@@ -42,8 +41,10 @@ from faultlab.lab.faults.sigkill import (
     recover,
     run_case,
 )
+from faultlab.lab.faults.table import CLASSIC_FAULTS, Fault, Planning, classic_fault
 
 __all__ = [
+    "CLASSIC_FAULTS",
     "CORRUPT_FAULT",
     "LIVE_FAULTS",
     "OFFLINE_CODES",
@@ -54,9 +55,12 @@ __all__ = [
     "CrashState",
     "Damage",
     "ExtraChecks",
+    "Fault",
     "FileState",
+    "Planning",
     "UnsupportedTrace",
     "check_state",
+    "classic_fault",
     "crash_phase",
     "crash_states",
     "damage_committed_line",
@@ -70,7 +74,6 @@ __all__ = [
     "representative",
     "run_case",
     "run_corrupt_case",
-    "run_fault_case",
     "run_power_case",
     "states_at",
     "unsupported",

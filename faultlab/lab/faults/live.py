@@ -43,11 +43,21 @@ from faultlab.lab.process.spawn import Child, ChildHung
 from faultlab.lab.process.target import session_files
 from faultlab.lab.read.view import LogView
 
-__all__ = ["LIVE_FAULTS", "check_fault_at", "plan_fault_cases", "run_fault_case"]
+__all__ = [
+    "LIVE_FAULTS",
+    "LIVE_WHERE",
+    "check_fault_at",
+    "plan_fault_cases",
+    "run_cancel_case",
+    "run_crash_in_repair_case",
+    "run_io_case",
+    "run_second_writer_case",
+    "run_sigterm_case",
+]
 
 # fault -> the boundaries whose every occurrence is a case
 _IO_WHERE = ("request/logged", "tool/logged", "step/logged", "turn/logged")
-_WHERE: dict[str, tuple[str, ...]] = {
+LIVE_WHERE: dict[str, tuple[str, ...]] = {
     **{fault: _IO_WHERE for fault in IO_FAULTS},
     "cancel-in-checkpoint": ("tool/logged",),
     "sigterm": (
@@ -58,7 +68,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
     "crash-in-repair": ("request/durable", "tool/durable", "tool/effect"),
     "second-writer": ("request/durable", "tool/durable"),
 }  # fmt: skip
-LIVE_FAULTS = tuple(_WHERE)
+LIVE_FAULTS = tuple(LIVE_WHERE)
 # Where the resumed child is killed while it commits its repair.
 _REPAIR_POINTS = ("repair/logged#1", "flush/written#1", "repair/durable#1")
 
@@ -67,7 +77,7 @@ def check_fault_at(fault: str, boundary: str) -> None:
     """A live fault asked for at a boundary it is never injected at is a
     usage error, said before anything runs (cancel-in-checkpoint needs a
     tool's checkpoint, tool/logged)."""
-    wanted = _WHERE.get(fault)
+    wanted = LIVE_WHERE.get(fault)
     if wanted is not None and boundary not in wanted:
         raise LabUsageError(
             f"fault {fault!r} cannot be injected at {boundary}: it needs one of "
@@ -77,7 +87,7 @@ def check_fault_at(fault: str, boundary: str) -> None:
 
 def plan_fault_cases(reference: Reference, fault: str) -> list[Case]:
     """Every occurrence where `fault` applies, in trace order."""
-    wanted = _WHERE[fault]
+    wanted = LIVE_WHERE[fault]
     cases = []
     for index, message in enumerate(reference.trace):
         if message.get("boundary") not in wanted:
@@ -98,24 +108,25 @@ def _signal(signum: int) -> Callable[[Child], bool]:
     return act
 
 
-def run_fault_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
-    if case.fault in IO_FAULTS:
-        return run_case(
-            case, reference, options, act=inject(case.fault), checks=check_io_error(case.fault)
-        )
-    if case.fault == "sigterm":
-        return run_case(
-            case, reference, options, act=_signal(signal.SIGTERM), checks=check_graceful_close
-        )
-    if case.fault == "cancel-in-checkpoint":
-        message = _occurrence(reference, case.occurrence)
-        act = _signal(signal.SIGTERM)
-        return run_case(case, reference, options, act=act, checks=check_aborted(message["callId"]))
-    if case.fault == "crash-in-repair":
-        return _crash_in_repair(case, reference, options)
-    if case.fault == "second-writer":
-        return _second_writer(case, reference, options)
-    raise ValueError(f"not a live fault: {case.fault}")
+def run_io_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    """The next flush fails (its write or its fsync, EIO or ENOSPC: the case's fault)."""
+    return run_case(
+        case, reference, options, act=inject(case.fault), checks=check_io_error(case.fault)
+    )
+
+
+def run_sigterm_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    """A graceful stop at the occurrence: the turn must close durably (G10)."""
+    return run_case(
+        case, reference, options, act=_signal(signal.SIGTERM), checks=check_graceful_close
+    )
+
+
+def run_cancel_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+    """SIGTERM while the tool's checkpoint is pending: ABORTED_BEFORE_DISPATCH."""
+    message = _occurrence(reference, case.occurrence)
+    act = _signal(signal.SIGTERM)
+    return run_case(case, reference, options, act=act, checks=check_aborted(message["callId"]))
 
 
 def _occurrence(reference: Reference, occurrence: str) -> dict[str, Any]:
@@ -128,7 +139,7 @@ def _normal(view: LogView) -> list[tuple[int, str, bytes]]:
     return [event_key(event) for event in view.events]  # the oracle's event identity
 
 
-def _crash_in_repair(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+def run_crash_in_repair_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
     """Kill at the occurrence, then kill the resumed child at every write of its
     repair; every interrupted repair must converge on the uninterrupted one."""
     started = time.monotonic()
@@ -191,7 +202,7 @@ def _lock_state(lock: Path) -> tuple[int, bytes] | None:
         return None
 
 
-def _second_writer(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
+def run_second_writer_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
     """While the target is parked mid-run, a second writer opens the session,
     then a third; each must be refused without touching the log or the lock."""
     started = time.monotonic()

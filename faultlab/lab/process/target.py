@@ -8,11 +8,14 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.read.stores import store_for
+from faultlab.scenario import POLICIES
 
 __all__ = [
     "LEDGER_NAME",
@@ -22,6 +25,7 @@ __all__ = [
     "bundled_scenarios",
     "check_executable",
     "command_target",
+    "make_target",
     "reference_target",
 ]
 
@@ -100,3 +104,22 @@ def bundled_scenarios() -> Path:
         if candidate.is_dir():
             return candidate
     raise LabUsageError("the bundled scenarios are missing from this installation")
+
+
+def make_target(
+    *, policy: str | None = None, target: Sequence[str] | str | None = None,
+    backend: str | None = None,
+) -> Target:  # fmt: skip
+    """The reference runtime (with `policy`, `backend`) or the `target` command."""
+    if policy is not None and policy not in POLICIES:
+        raise LabUsageError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
+    if backend is not None:
+        store_for(backend)  # an unknown backend is a usage error
+    if target is None:
+        return reference_target(policy, backend)
+    if isinstance(target, str):
+        return command_target(target, policy, backend)
+    if not target:
+        raise LabUsageError("target: empty command")
+    check_executable(target[0])
+    return Target(tuple(target), policy, False, backend)

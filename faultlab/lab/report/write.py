@@ -18,7 +18,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,9 @@ class RunInfo:
     timeout: float
     spawn: str = "fork"
     backend: str | None = None  # --backend (None: each scenario's own)
-    drive: str = "classic"  # "acp": the lab drove an ACP agent (docs/acp.md)
+    drive: str = "classic"  # classic, acp, agent or app (faultlab/lab/drives/)
+    # The drive's own options (Drive.run_options), to build it again for a replay.
+    options: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +78,7 @@ class RunInfo:
             "spawn": self.spawn,
             "backend": self.backend,
             "drive": self.drive,
+            "driveOptions": self.options,
         }
 
 

@@ -1,0 +1,99 @@
+# The black-box agent drive (`--agent NAME|FILE`): a real agent, unmodified,
+# talks to faultlab's scripted model server and MCP tool server; the kill
+# points are those servers' own (faultlab/lab/blackbox/, faultlab/lab/servers/),
+# each killed after a delay, as agents persist asynchronously.
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from faultlab.lab.blackbox.drive import (
+    BLACKBOX_FAULTS,
+    BlackboxOptions,
+    plan_blackbox_cases,
+    run_blackbox_case,
+    run_blackbox_reference,
+)
+from faultlab.lab.drives.protocol import PlanContext, coverage_result, parse_fault_names
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.reference import Reference
+from faultlab.lab.process.tree import close_all
+from faultlab.lab.servers.points import parse_kill_point
+from faultlab.scenario import Scenario
+
+__all__ = ["AgentDrive"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDrive:
+    """The black-box drive over `options` (the agent, its delays, repeats)."""
+
+    options: BlackboxOptions
+    agent: str
+    name: str = "agent"
+    coverage_fault: str = "reference"
+    faults: tuple[str, ...] = BLACKBOX_FAULTS
+    all_faults: tuple[str, ...] = BLACKBOX_FAULTS
+
+    @property
+    def workdir(self) -> Path:
+        return self.options.workdir
+
+    def variants(self) -> Sequence[AgentDrive]:
+        return (self,)
+
+    def variant_for(self, fault: str) -> AgentDrive:
+        return self
+
+    def case_fault(self, fault: str) -> str:
+        return fault
+
+    def reference(self, path: str, scenario: Scenario) -> Reference:
+        return run_blackbox_reference(path, scenario, self.options)
+
+    def plan(self, reference: Reference, faults: Sequence[str], context: PlanContext
+             ) -> list[Case]:  # fmt: skip
+        return plan_blackbox_cases(reference, self.options, faults)
+
+    def coverage(self, case: Case, reference: Reference, faults: Sequence[str]) -> CaseResult:
+        # The scenario's declared `boundaries` name probe boundaries, which a
+        # black box never reports; a script whose steps call tools must have
+        # reached the MCP tool server.
+        scenario = reference.scenario
+        calls = any(step.tool_calls for turn in scenario.turns for step in turn.steps)
+        return coverage_result(
+            case, reference, declared=False, tool_boundary="tool/received#1", calls=calls,
+            seen="the agent never called the MCP tool server in its fault-free run (does it "
+            "see the tools? the adapter's MCP config, allowed tools)",
+        )  # fmt: skip
+
+    def run(self, case: Case, reference: Reference) -> CaseResult:
+        return run_blackbox_case(case, reference, self.options)
+
+    def parse_faults(self, names: Sequence[str]) -> tuple[str, ...]:
+        return parse_fault_names(names, supported=self.faults, all_faults=self.all_faults,
+                                 drive=self.name)  # fmt: skip
+
+    def parse_occurrence(self, text: str, fault: str) -> str:
+        point_text, _, repeat = text.partition("~")
+        if repeat and not (repeat.isascii() and repeat.isdigit()):
+            raise LabUsageError(f"{text}: a repeat is ~N, like tool/applied#1@200ms~2")
+        return f"{parse_kill_point(point_text)}" + (f"~{repeat}" if repeat else "")
+
+    def check_applies(self, case: Case, reference: Reference) -> None:
+        point = parse_kill_point(case.occurrence.partition("~")[0])
+        if point.occurrence not in reference.occurrences:
+            reached = ", ".join(dict.fromkeys(reference.occurrences[:8]))
+            raise LabUsageError(f"{Path(case.scenario).name}: the fault-free run of the agent "
+                                f"never reaches {point.occurrence} (it reaches: {reached}, "
+                                "...)")  # fmt: skip
+
+    def kill_all(self) -> None:
+        close_all()
+
+    def run_options(self) -> dict[str, Any]:
+        return {"agent": self.agent, "delays": list(self.options.delays_ms),
+                "repeats": self.options.repeats}  # fmt: skip

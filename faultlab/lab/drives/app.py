@@ -1,0 +1,144 @@
+# The framework-app drive (`--app FRAMEWORK:MODULE:FACTORY`): faultlab builds
+# the app with a scripted model, ledger tools and a reporting proxy around its
+# own checkpointer or history store (faultlab/lab/apps/).  An app compared in
+# several modes (`--compare durability=exit,async,sync`) is one variant per
+# mode; each case's fault names its mode (`sigkill/resume/sync`).
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from faultlab.lab.apps.drive import (
+    APP_FAULTS,
+    MODES,
+    AppOptions,
+    plan_app_cases,
+    run_app_case,
+    run_app_reference,
+)
+from faultlab.lab.apps.fork import close_forked
+from faultlab.lab.drives.protocol import PlanContext, coverage_result, parse_fault_names
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.reference import Reference
+from faultlab.lab.process.tree import close_all
+from faultlab.lab.servers.points import APP_BOUNDARIES, parse_kill_point
+from faultlab.scenario import Scenario
+
+__all__ = ["AppDrive", "parse_compare"]
+
+
+def parse_compare(text: str | None, *, framework: str) -> tuple[str, ...]:
+    """`durability=exit,async,sync` (LangGraph) or `save=node,run`
+    (pydantic-ai) -> the modes; None -> the framework's default mode."""
+    name, known, default = MODES[framework]
+    if text is None:
+        return (default,)
+    key, _, values = text.partition("=")
+    modes = tuple(dict.fromkeys(v.strip() for v in values.split(",") if v.strip()))
+    if key.strip() != name or not modes:
+        raise LabUsageError(f"--compare {text}: a {framework} app compares {name}=MODE,... "
+                            f"(modes: {', '.join(known)})")  # fmt: skip
+    for mode in modes:
+        if mode not in known:
+            raise LabUsageError(f"--compare: unknown {name} {mode!r} "
+                                f"(modes: {', '.join(known)})")  # fmt: skip
+    return modes
+
+
+@dataclass(frozen=True, slots=True)
+class AppDrive:
+    """The app drive over `options` in one mode, or (`modes`) its variants."""
+
+    options: AppOptions
+    base: Path  # the run's work dir; each mode works in base/MODE
+    modes: tuple[str, ...] = ()
+    name: str = "app"
+    faults: tuple[str, ...] = APP_FAULTS
+    all_faults: tuple[str, ...] = APP_FAULTS
+
+    @property
+    def workdir(self) -> Path:
+        return self.options.workdir
+
+    @property
+    def mode(self) -> str:
+        return self.options.durability
+
+    @property
+    def coverage_fault(self) -> str:
+        return f"reference/{self.mode}"
+
+    def variants(self) -> Sequence[AppDrive]:
+        return tuple(self._in(mode) for mode in self.modes or (self.mode,))
+
+    def variant_for(self, fault: str) -> AppDrive:
+        """FAULT/STYLE/MODE (a recorded case), reference/MODE (its coverage
+        case), or FAULT alone (the first mode, the `resume` style)."""
+        parts = fault.split("/")
+        if len(parts) == 2 and parts[0] == "reference":
+            return self._in(parts[1])
+        if len(parts) == 1:
+            parts = [fault, "resume", (self.modes or (self.mode,))[0]]
+        if len(parts) != 3:
+            raise LabUsageError(f"app case fault {fault!r}: expected FAULT/STYLE/MODE, "
+                                "e.g. sigkill/resume/sync")  # fmt: skip
+        variant = self._in(parts[2])
+        return replace(variant, options=replace(variant.options, styles=(parts[1],)))
+
+    def case_fault(self, fault: str) -> str:
+        if "/" in fault:
+            return fault
+        return f"{fault}/{self.options.styles[0]}/{self.mode}"
+
+    def _in(self, mode: str) -> AppDrive:
+        options = replace(self.options, durability=mode, workdir=self.base / mode)
+        return replace(self, options=options, modes=())
+
+    def reference(self, path: str, scenario: Scenario) -> Reference:
+        return run_app_reference(path, scenario, self.options)
+
+    def plan(self, reference: Reference, faults: Sequence[str], context: PlanContext
+             ) -> list[Case]:  # fmt: skip
+        return plan_app_cases(reference, self.options, faults)
+
+    def coverage(self, case: Case, reference: Reference, faults: Sequence[str]) -> CaseResult:
+        # Declared boundaries name probe boundaries, which an app never
+        # reports; a script whose steps call tools must have run one.
+        scenario = reference.scenario
+        calls = any(step.tool_calls for turn in scenario.turns for step in turn.steps)
+        return coverage_result(
+            case, reference, declared=False, tool_boundary="tool/started#1", calls=calls,
+            seen="the app ran no tool body in its fault-free run (does the factory give the "
+            "model the tools it is passed?)",
+        )  # fmt: skip
+
+    def run(self, case: Case, reference: Reference) -> CaseResult:
+        return run_app_case(case, reference, self.options)
+
+    def parse_faults(self, names: Sequence[str]) -> tuple[str, ...]:
+        bare = [name.split("/")[0] for name in names]  # a recorded case's FAULT/STYLE/MODE
+        return parse_fault_names(bare, supported=self.faults, all_faults=self.all_faults,
+                                 drive=self.name)  # fmt: skip
+
+    def parse_occurrence(self, text: str, fault: str) -> str:
+        point = parse_kill_point(text, boundaries=APP_BOUNDARIES)
+        if point.delay_ms:
+            raise LabUsageError(f"{text}: an app's kill points have no delay")
+        return point.occurrence
+
+    def check_applies(self, case: Case, reference: Reference) -> None:
+        if case.occurrence not in reference.occurrences:
+            raise LabUsageError(f"{case.occurrence}: the fault-free run of {self.options.app} "
+                                f"never reached it (it reached "
+                                f"{len(set(reference.occurrences))} occurrence(s))")  # fmt: skip
+
+    def kill_all(self) -> None:
+        close_all()  # exec'd app children, under their supervisor
+        close_forked()
+
+    def run_options(self) -> dict[str, Any]:
+        return {"app": self.options.app, "spawn": self.options.spawn,
+                "modes": list(self.modes or (self.mode,))}  # fmt: skip

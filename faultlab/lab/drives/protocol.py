@@ -1,0 +1,181 @@
+# The `Drive` protocol (as pytest-xdist has one scheduler protocol): what the
+# engine needs of each kind of target, and the verdicts every drive shares
+# (the coverage case, a failed reference run).  A drive is built once per run
+# with its options (registry.py) and is then only asked questions.
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.oracle.checks import check_coverage
+from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.process.reference import Reference
+from faultlab.scenario import Scenario
+
+__all__ = [
+    "COVERAGE",
+    "Drive",
+    "PlanContext",
+    "calls_tools",
+    "coverage_result",
+    "parse_fault_names",
+    "reference_failed",
+]
+
+COVERAGE = "coverage"  # the occurrence name of a scenario's coverage case
+
+
+@dataclass(frozen=True, slots=True)
+class PlanContext:
+    """What planning may use beyond the reference run: drives whose faults
+    are planned by running the target (double-sigkill) run `jobs` at a time
+    and tell `progress` (scenario, probed, total)."""
+
+    jobs: int = 1
+    progress: Callable[[str, int, int], None] | None = None
+
+
+class Drive(Protocol):
+    """One kind of target, driven: classic, acp, agent or app."""
+
+    @property
+    def name(self) -> str:
+        """The drive's name in the registry, reports and `run.json`."""
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """Every fault it runs, in report order."""
+
+    @property
+    def all_faults(self) -> tuple[str, ...]:
+        """What `--faults all` means for it."""
+
+    @property
+    def workdir(self) -> Path:
+        """Where its children's files live during the run."""
+
+    @property
+    def coverage_fault(self) -> str:
+        """The fault of its coverage cases (`reference`, or `reference/MODE`)."""
+
+    def variants(self) -> Sequence[Drive]:
+        """The drives a run of this one is made of (an app compared in several
+        modes: one per mode; otherwise itself)."""
+
+    def variant_for(self, fault: str) -> Drive:
+        """The variant that runs a case of `fault` (an app case's mode)."""
+
+    def case_fault(self, fault: str) -> str:
+        """The fault as its cases are named (an app's FAULT/STYLE/MODE)."""
+
+    def reference(self, path: str, scenario: Scenario) -> Reference:
+        """The fault-free run of one scenario."""
+
+    def plan(self, reference: Reference, faults: Sequence[str], context: PlanContext
+             ) -> list[Case]:  # fmt: skip
+        """The crash cases of `faults` (parsed) for a reference that exited 0."""
+
+    def coverage(self, case: Case, reference: Reference, faults: Sequence[str]) -> CaseResult:
+        """The scenario's coverage case: the run exercised what it must."""
+
+    def run(self, case: Case, reference: Reference) -> CaseResult:
+        """One planned crash case."""
+
+    def parse_faults(self, names: Sequence[str]) -> tuple[str, ...]:
+        """`all` or names -> its faults in order (a usage error names the bad one)."""
+
+    def parse_occurrence(self, text: str, fault: str) -> str:
+        """A kill point as the user writes it -> the case's occurrence."""
+
+    def check_applies(self, case: Case, reference: Reference) -> None:
+        """A usage error unless its plan could make `case` (run, replay)."""
+
+    def kill_all(self) -> None:
+        """Kill every process it started (interrupt, broken run)."""
+
+    def run_options(self) -> dict[str, Any]:
+        """Its options as `run.json` keeps them, to build it again for a replay."""
+
+
+def parse_fault_names(
+    names: Sequence[str], *, supported: Sequence[str], all_faults: Sequence[str], drive: str
+) -> tuple[str, ...]:
+    """`all` is `all_faults`; any other name must be one of `supported`; the
+    result in `supported` order.  An empty list is a usage error."""
+    given = [name.strip() for name in names if name.strip()]
+    if not given:
+        raise LabUsageError("--faults: name at least one fault, or 'all'")
+    expanded = [n for name in given for n in (all_faults if name == "all" else (name,))]
+    for name in expanded:
+        if name not in supported:
+            raise LabUsageError(f"fault {name!r} is not supported by the {drive} drive "
+                                f"(supported: {', '.join(supported)})")  # fmt: skip
+    return tuple(f for f in supported if f in expanded)
+
+
+def reference_failed(case: Case, reference: Reference) -> CaseResult:
+    """The verdict of every case of a scenario whose fault-free run failed."""
+    if reference.bad_reports:
+        message = (f"the target's probe report broke the protocol: {reference.bad_reports[0]}"
+                   " (docs/probe-protocol.md)")  # fmt: skip
+        evidence = {"problems": list(reference.bad_reports)}
+        return CaseResult(case, "error", (Violation("BAD_PROBE_REPORT", message, evidence),))
+    if reference.hung:
+        message = f"the fault-free run {reference.stderr}"
+        return CaseResult(case, "hung", (Violation("CHILD_HUNG", message),))
+    detail = reference.stderr.strip().splitlines()[-1:] or ["no output"]
+    violation = Violation(
+        "REFERENCE_FAILED",
+        f"the fault-free run exited with status {reference.returncode}: {detail[0]}",
+        {"status": reference.returncode},
+    )
+    return CaseResult(case, "error", (violation,))
+
+
+def calls_tools(scenario: Scenario) -> bool:
+    return any(
+        step.tool_calls or any(branch.tool_calls for branch in step.branches)
+        for turn in scenario.turns
+        for step in turn.steps
+    )
+
+
+def coverage_result(
+    case: Case, reference: Reference, gaps: Sequence[Violation] = (), *,
+    declared: bool = True, tool_boundary: str | None = None, calls: bool = False,
+    seen: str = "",
+) -> CaseResult:  # fmt: skip
+    """A coverage case: the fault-free run exited 0, reported some boundary
+    (`gaps` says what else a planner left unchecked), reached the boundaries
+    the scenario declares (`declared`: they name probe boundaries, which only
+    probe targets report) and, when the script `calls` tools and
+    `tool_boundary` is given, reached that occurrence: a target that never
+    saw the tools would pass every tool case vacuously (`seen` says where to
+    look)."""
+    if reference.returncode != 0:
+        return reference_failed(case, reference)
+    violations = list(gaps)
+    scenario = reference.scenario
+    if not reference.occurrences and not violations:
+        violations.append(Violation(
+            "NO_BOUNDARY_REPORTED",
+            f"the fault-free run of {scenario.name} exited cleanly but reported no boundary: "
+            "there is no kill point to test (is the probe wired in?)",
+            {"trace": len(reference.trace)},
+        ))  # fmt: skip
+    if reference.occurrences:
+        bare = scenario if declared else dataclasses.replace(scenario, boundaries=())
+        violations += check_coverage(bare, reference.occurrences)
+    if (not violations and tool_boundary is not None and calls
+            and tool_boundary not in reference.occurrences):  # fmt: skip
+        violations.append(Violation(
+            "BOUNDARY_NOT_REACHED",
+            f"{scenario.name} calls tools, but {seen}",
+            {"boundary": tool_boundary.partition("#")[0]},
+        ))  # fmt: skip
+    return CaseResult(case, "fail" if violations else "pass", tuple(violations))

@@ -1,9 +1,10 @@
 # `explore --app` and `--compare`: bad input exits 2 with a one-line error,
-# before any child starts.
+# before any child starts; the engine's options (-k) apply to apps too.
 from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 from click.testing import CliRunner
 
 from faultlab.cli import main
@@ -38,9 +39,16 @@ def test_a_pydantic_ai_app_compares_save_policies_not_durability() -> None:
     assert code == 2 and "save=MODE" in output
 
 
-def test_selection_options_are_refused_with_app_not_ignored() -> None:
-    code, output = _run("--app", "langgraph:m:f", "-k", "tool")
-    assert code == 2 and "do not apply to --app" in output
+def test_selection_options_apply_to_an_app_as_to_every_drive() -> None:
+    """-k is the engine's, so it selects an app's cases too (it was refused
+    before the app drive joined the one pipeline)."""
+    result = CliRunner().invoke(main, [
+        "explore", "--app", "langgraph:examples.langgraph_refund:build_graph", "--faults",
+        "sigkill", "-k", "tool/effect and resume", "--no-report", "--json", PAYMENT,
+    ])  # fmt: skip
+    ids = [case["id"] for case in orjson.loads(result.stdout)["cases"]]
+    assert ids == ["payment.toml::tool/effect#1[sigkill/resume/async]"], result.output
+    assert result.exit_code == 1  # LangGraph's async mode reruns the charge there
 
 
 def test_an_unwritable_report_dir_is_refused_before_any_case(tmp_path: Path) -> None:

@@ -111,8 +111,8 @@ def test_cli_acp_exploration_replay_and_usage_errors(tmp_path: Path) -> None:
                                    "--fault", "power-loss"])  # fmt: skip
     assert refused.exit_code == 2
     assert refused.stderr.strip().splitlines() == [
-        "faultlab: error: fault 'power-loss' is not supported with --drive acp "
-        "(supported: sigkill, sigterm, acp-cancel, double-sigkill)"
+        "faultlab: error: unknown fault 'power-loss' for the acp drive "
+        "(its faults: sigkill, sigterm, acp-cancel, double-sigkill)"
     ]
 
 

@@ -54,4 +54,4 @@ def test_the_cli_runs_a_black_box_case_and_refuses_mixed_targets(tmp_path: Path)
     assert "SIDE_EFFECT_DUPLICATED [G6]" in ran.stderr
     mixed = CliRunner().invoke(main, ["explore", PAYMENT, "--agent", "reference",
                                       "--policy", "turn-only"])  # fmt: skip
-    assert mixed.exit_code == 2 and "--agent cannot be combined with --policy" in mixed.stderr
+    assert mixed.exit_code == 2 and "--policy does not apply to the agent drive" in mixed.stderr

@@ -30,7 +30,7 @@ from faultlab.scenario import Scenario
 __all__ = ["AppDrive", "parse_compare"]
 
 
-def parse_compare(text: str | None, *, framework: str) -> tuple[str, ...]:
+def parse_compare(text: str | None, *, framework: str = "langgraph") -> tuple[str, ...]:
     """`durability=exit,async,sync` (LangGraph) or `save=node,run`
     (pydantic-ai) -> the modes; None -> the framework's default mode."""
     name, known, default = MODES[framework]

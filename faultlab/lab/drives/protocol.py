@@ -113,8 +113,8 @@ def parse_fault_names(
     expanded = [n for name in given for n in (all_faults if name == "all" else (name,))]
     for name in expanded:
         if name not in supported:
-            raise LabUsageError(f"fault {name!r} is not supported by the {drive} drive "
-                                f"(supported: {', '.join(supported)})")  # fmt: skip
+            raise LabUsageError(f"unknown fault {name!r} for the {drive} drive "
+                                f"(its faults: {', '.join(supported)})")  # fmt: skip
     return tuple(f for f in supported if f in expanded)
 
 

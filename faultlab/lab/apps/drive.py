@@ -147,7 +147,8 @@ class _Run:
 
 
 class _Rig(ServerRig):
-    """The gate, the ledger, the database and the child runs of one case."""
+    """One case's rig (the gate, the ledger, the records) with the app: its
+    store and its child runs."""
 
     def __init__(self, scenario_path: str, options: AppOptions, where: Path,
                  armed: KillPoint | None) -> None:  # fmt: skip

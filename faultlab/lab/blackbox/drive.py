@@ -86,7 +86,8 @@ class _Outcome:
 
 
 class _CaseRig(ServerRig):
-    """The servers, the gate and the agent's private directory of one case."""
+    """One case's rig (the servers, the gate, the records) with the agent:
+    its private directory, its adapter's commands and its runs."""
 
     def __init__(self, scenario_path: str, scenario: Scenario, options: BlackboxOptions,
                  where: Path, armed: KillPoint | None) -> None:  # fmt: skip

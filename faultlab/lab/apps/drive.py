@@ -14,14 +14,10 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from faultlab.lab.apps.fork import ForkedApp, app_server
 from faultlab.lab.apps.lgstate import PersistedThread, read_thread
@@ -34,8 +30,8 @@ from faultlab.lab.process.reference import Reference, read_ledger, slug
 from faultlab.lab.process.tree import ContainedProcess
 from faultlab.lab.read.histories import History
 from faultlab.lab.read.view import LogView
-from faultlab.lab.servers.gate import Gate, GateBridge
 from faultlab.lab.servers.points import APP_BOUNDARIES, KillPoint, parse_kill_point
+from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
 
 __all__ = [
@@ -84,7 +80,6 @@ _SECOND_WRITER_AT = ("model/request", "tool/started", "tool/effect")
 _SECOND_WRITER_CODES = ("SEQ_FORK", "UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED",
                         "PROVIDER_INVALID_HISTORY")  # fmt: skip
 _THREAD = "faultlab-case"
-_POLL = 0.005
 
 
 def parse_app(spec: str) -> tuple[str, str]:
@@ -151,25 +146,17 @@ class _Run:
     deadline: float
 
 
-class _Rig:
-    """The gate, the ledger, the database and the child runs of one case."""
+class _Rig(ServerRig):
+    """One case's rig (the gate, the ledger, the records) with the app: its
+    store and its child runs."""
 
     def __init__(self, scenario_path: str, options: AppOptions, where: Path,
                  armed: KillPoint | None) -> None:  # fmt: skip
-        shutil.rmtree(where, ignore_errors=True)
-        where.mkdir(parents=True)
-        self.where, self.options, self.scenario_path = where, options, scenario_path
+        super().__init__(where, armed, timeout=options.timeout)
+        self.options, self.scenario_path = options, scenario_path
         self.framework = options.framework
-        self.ledger, self.db = where / "world.jsonl", where / _STORES[self.framework]
-        self.gate = Gate(armed)
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="faultlab-gate-"))
-        self.bridge = GateBridge(self.gate, self._socket_dir / "gate")
+        self.db = where / _STORES[self.framework]
         self.runs = 0
-
-    def close(self) -> None:
-        self.gate.release()
-        self.bridge.close()
-        shutil.rmtree(self._socket_dir, ignore_errors=True)
 
     def run(self, action: str, *, turn: int = 0, fail: str | None = None,
             armed: bool = False) -> tuple[int | None, bool, str | None]:  # fmt: skip
@@ -190,7 +177,7 @@ class _Rig:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p)
         self.gate.note("app/start", run=self.runs, action=action)
-        stdout, stderr = self.where / f"{name}.stdout", self.where / f"{name}.stderr"
+        stdout, stderr = self.outputs(name)
         process: ContainedProcess | ForkedApp
         if self.options.spawn == "fork":
             # argv is [python, -m, CHILD_MODULE, *arguments]: the server
@@ -207,7 +194,7 @@ class _Rig:
         """Wait until `run` is held at the armed point (True) or has exited
         or run out of time (False; `finish` then says which)."""
         while not self.gate.fired.is_set():
-            if run.process.wait(_POLL) is not None or time.monotonic() > run.deadline:
+            if run.process.wait(POLL) is not None or time.monotonic() > run.deadline:
                 return False
         return True
 
@@ -217,21 +204,13 @@ class _Rig:
         process, name = run.process, run.name
         killed, hung, status = False, None, None
         try:
-            deadline = run.deadline
-            while True:
-                status = process.wait(_POLL)
-                if status is not None:
-                    break
-                if armed and self.gate.fired.is_set():
-                    process.kill_tree()
-                    self.gate.release()
-                    killed, status = True, process.wait(self.options.timeout)
-                    break
-                if time.monotonic() > deadline:
-                    hung = f"{name} did not finish in {self.options.timeout:g} s"
-                    process.kill_tree()
-                    status = process.wait(self.options.timeout)
-                    break
+            ending, status = self.watch(process, run.deadline, armed=armed)
+            if ending == "fired":
+                process.kill_tree()
+                self.gate.release()
+                killed, status = True, process.wait(self.options.timeout)
+            elif ending == "late":
+                hung = f"{name} did not finish in {self.options.timeout:g} s"
         finally:
             process.close()
             self.gate.note("app/exit", run=run.number, status=status, killed=killed)
@@ -248,15 +227,8 @@ class _Rig:
             thread = read_history(self.db)
         else:
             thread = read_thread(self.db, _THREAD)
-        (self.where / f"{name}.thread.json").write_bytes(
-            orjson.dumps(thread.to_json(), option=orjson.OPT_INDENT_2))
+        self.write_json(f"{name}.thread.json", thread.to_json())
         return thread
-
-    def tail(self, run: int, action: str) -> str:
-        try:
-            return (self.where / f"run{run}-{action}.stderr").read_text("utf-8", "replace")[-3000:]
-        except FileNotFoundError:
-            return ""
 
 
 def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOptions) -> Reference:
@@ -268,12 +240,12 @@ def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOption
     finally:
         rig.close()
     records = rig.gate.snapshot()
-    _write(where / "records.jsonl", records)
     return Reference(
         scenario=scenario, scenario_path=scenario_path, trace=tuple(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),
         returncode=-9 if hung else status or 0, log_bytes=b"",
-        stderr=(hung or "") + rig.tail(1, "run"), hung=hung is not None, ground_truth="servers",
+        stderr=(hung or "") + rig.tail("run1-run.stderr", 3000), hung=hung is not None,
+        ground_truth="servers",
     )  # fmt: skip
 
 
@@ -319,7 +291,7 @@ def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseR
     point = parse_kill_point(case.occurrence, boundaries=APP_BOUNDARIES)
     where = options.workdir / "app-cases" / slug(case.id)
     rig = _Rig(case.scenario, options, where, None if fault == "io-error" else point)
-    artifacts = {"dir": str(where), "records": str(where / "records.jsonl")}
+    artifacts = {"dir": str(where), "records": str(rig.records)}
     verdict: Verdict = "pass"
     violations: list[Violation] = []
     if fault == "second-writer":
@@ -327,7 +299,6 @@ def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseR
             verdict, violations = _second_writer(case, reference, rig)
         finally:
             rig.close()
-            _write(where / "records.jsonl", rig.gate.snapshot())
         return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "",
                           artifacts)  # fmt: skip
     try:
@@ -353,7 +324,7 @@ def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseR
                 resume=tuple(records[len(crash):]), ledger=read_ledger(rig.ledger),
                 reference_ledger=reference.ledger, durable_at_kill=_durable(at_kill),
                 final=final.history, style=style, resume_status=r_status or 0,
-                resume_stderr=rig.tail(rig.runs, style), forks=final.forks,
+                resume_stderr=rig.tail(f"run{rig.runs}-{style}.stderr", 3000), forks=final.forks,
             )  # fmt: skip
             violations = check_app(observation)
             if r_hung:
@@ -361,7 +332,6 @@ def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseR
             verdict = "fail" if violations else "pass"
     finally:
         rig.close()
-        _write(where / "records.jsonl", rig.gate.snapshot())
     return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
 
 
@@ -405,9 +375,3 @@ def _second_writer(case: Case, reference: Reference,
             {"status": first_status, "second": second_status}))  # fmt: skip
     violations += [Violation("CHILD_HUNG", h) for h in (second_hung, first_hung) if h]
     return ("fail" if violations else "pass"), violations
-
-
-def _write(path: Path, records: Sequence[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    option = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
-    path.write_bytes(b"".join(orjson.dumps(r, option=option) for r in records))

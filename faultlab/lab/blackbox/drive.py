@@ -10,16 +10,12 @@
 from __future__ import annotations
 
 import shutil
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from faultlab.lab.agents.launch import AgentLauncher, CaseAgent, CaseWiring
 from faultlab.lab.errors import LabUsageError
@@ -29,9 +25,8 @@ from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import Reference, read_ledger, slug
 from faultlab.lab.process.tree import ContainedProcess
 from faultlab.lab.read.view import LogView
-from faultlab.lab.servers.gate import Gate, GateBridge
-from faultlab.lab.servers.model import ModelServer
 from faultlab.lab.servers.points import DEFAULT_DELAYS_MS, KillPoint, parse_kill_point
+from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
 
 __all__ = [
@@ -47,7 +42,6 @@ __all__ = [
 # tool server it put elsewhere lives on (and finishes what it was doing).
 BLACKBOX_FAULTS = ("sigkill", "sigkill-agent")
 _SURVIVOR_GRACE = 10.0  # seconds processes spared by sigkill-agent may take to finish
-_POLL = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,41 +85,18 @@ class _Outcome:
     at_kill: dict[str, str] = field(default_factory=dict)
 
 
-def _mcp_argv(scenario_path: str, ledger: Path, gate: Path) -> tuple[str, ...]:
-    return (sys.executable, "-m", "faultlab.lab.servers.mcptools", scenario_path,
-            "--ledger", str(ledger), "--gate", str(gate))  # fmt: skip
-
-
-class _CaseRig:
-    """The servers, the gate and the agent's private directory of one case."""
+class _CaseRig(ServerRig):
+    """One case's rig (the servers, the gate, the records) with the agent:
+    its private directory, its adapter's commands and its runs."""
 
     def __init__(self, scenario_path: str, scenario: Scenario, options: BlackboxOptions,
                  where: Path, armed: KillPoint | None) -> None:  # fmt: skip
-        shutil.rmtree(where, ignore_errors=True)
-        where.mkdir(parents=True)
-        self.where, self.scenario, self.options = where, scenario, options
-        self.ledger = where / "world.jsonl"
-        self.gate = Gate(armed)
-        # A Unix socket path must fit in 108 bytes: a short folder of its own.
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="faultlab-gate-"))
-        socket_path = self._socket_dir / "gate"
-        self.bridge = GateBridge(self.gate, socket_path)
-        # The agent may get a network namespace of its own: its supervisor then
-        # relays 127.0.0.1:port inside to this socket, and nothing else is reachable.
-        self._model_socket = str(self._socket_dir / "model")
-        self.model = ModelServer(scenario, self.gate, unix_path=self._model_socket)
-        self.model.start()
-        wiring = CaseWiring(where / "agent", self.model.url,
-                            _mcp_argv(scenario_path, self.ledger, socket_path),
+        super().__init__(where, armed, timeout=options.timeout, model=scenario)
+        self.scenario, self.options = scenario, options
+        wiring = CaseWiring(where / "agent", self.model_url, self.tool_server(scenario_path),
                             str(uuid.uuid5(uuid.NAMESPACE_URL, str(where))))  # fmt: skip
         wiring.directory.mkdir()
         self.agent: CaseAgent = options.agent.prepare(wiring)
-
-    def close(self) -> None:
-        self.gate.release()
-        self.model.stop()
-        self.bridge.close()
-        shutil.rmtree(self._socket_dir, ignore_errors=True)
 
     def _let_survivors_finish(self, process: ContainedProcess, run: int) -> None:
         """After `sigkill-agent`: what outlived the agent's group (a tool server
@@ -133,7 +104,7 @@ class _CaseRig:
         field, and exits when it sees the agent gone; bounded, then killed."""
         deadline = time.monotonic() + _SURVIVOR_GRACE
         while (left := process.descendants()) and time.monotonic() < deadline:
-            time.sleep(_POLL)
+            time.sleep(POLL)
         self.gate.note("agent/survivors", run=run, left=len(left))
 
     def run(self, kind: str, turn: int, prompt: str, outcome: _Outcome, *, armed: bool,
@@ -145,46 +116,38 @@ class _CaseRig:
         outcome.runs.append(run)
         self.gate.note("agent/start", kind=kind, turn=turn, run=len(outcome.runs))
         name = f"run{len(outcome.runs)}-{kind}"
+        stdout, stderr = self.outputs(name)
         process = ContainedProcess.start(
             list(command.argv), cwd=command.cwd or self.where / "agent", env=command.env,
-            stdin_path=None,
-            stdout_path=self.where / f"{name}.stdout", stderr_path=self.where / f"{name}.stderr",
-            forward={self.model.port: self._model_socket},
+            stdin_path=None, stdout_path=stdout, stderr_path=stderr, forward=self.forward,
         )  # fmt: skip
         # The agent's own time, from its exec to its exit (or to the kill):
         # what benchmarks/blackbox_overhead.py compares the case's time with.
         self.gate.note("agent/running", run=len(outcome.runs), pid=process.pid,
                        netns=process.networked)  # fmt: skip
         try:
-            deadline = time.monotonic() + self.options.timeout
-            while True:
-                status = process.wait(_POLL)
-                if status is not None:
-                    self.gate.note("agent/ended", run=len(outcome.runs))
-                    run.status = status
-                    break
-                if armed and self.gate.fired.is_set():
-                    armed_at = self.gate.armed
-                    if armed_at is not None and armed_at.delay_ms:
-                        time.sleep(armed_at.delay_ms / 1000)
-                    self.gate.note("agent/ended", run=len(outcome.runs))
-                    if fault == "sigkill-agent":
-                        process.kill_agent()
-                    else:
-                        process.kill_tree()
-                    outcome.at_kill = self.copy_session("at-kill")
-                    spared = fault == "sigkill-agent"
-                    self.gate.release(survivors_proceed=spared)
-                    run.killed, run.status = True, process.wait(self.options.timeout)
-                    if spared:
-                        self._let_survivors_finish(process, len(outcome.runs))
-                    break
-                if time.monotonic() > deadline:
-                    outcome.hung = f"{name} neither exited nor reached its kill point in " \
-                                   f"{self.options.timeout:g} s"  # fmt: skip
+            ending, run.status = self.watch(process, time.monotonic() + self.options.timeout,
+                                            armed=armed)  # fmt: skip
+            if ending == "exited":
+                self.gate.note("agent/ended", run=len(outcome.runs))
+            elif ending == "fired":
+                armed_at = self.gate.armed
+                if armed_at is not None and armed_at.delay_ms:
+                    time.sleep(armed_at.delay_ms / 1000)
+                self.gate.note("agent/ended", run=len(outcome.runs))
+                if fault == "sigkill-agent":
+                    process.kill_agent()
+                else:
                     process.kill_tree()
-                    run.status = process.wait(self.options.timeout)
-                    break
+                outcome.at_kill = self.copy_session("at-kill")
+                spared = fault == "sigkill-agent"
+                self.gate.release(survivors_proceed=spared)
+                run.killed, run.status = True, process.wait(self.options.timeout)
+                if spared:
+                    self._let_survivors_finish(process, len(outcome.runs))
+            else:
+                outcome.hung = f"{name} neither exited nor reached its kill point in " \
+                               f"{self.options.timeout:g} s"  # fmt: skip
         finally:
             process.close()
             self.gate.note("agent/exit", run=len(outcome.runs), status=run.status,
@@ -205,8 +168,7 @@ class _CaseRig:
             copies[f"{name}:{path.name}"] = str(copy)
             history = self.agent.read_session(copy)
             if history is not None:
-                shown = copy.with_name(copy.name + ".history.json")
-                shown.write_bytes(orjson.dumps(history, option=orjson.OPT_INDENT_2))
+                shown = self.write_json(copy.name + ".history.json", history)
                 copies[f"{name}:{path.name}:history"] = str(shown)
         return copies
 
@@ -241,15 +203,14 @@ def run_blackbox_reference(scenario_path: str, scenario: Scenario,
     finally:
         rig.close()
     records = rig.gate.snapshot()
-    _write(where / "records.jsonl", records)
     failed = next((r for r in outcome.runs if r.status != 0), None)
     stderr = ""
     if failed is not None or outcome.hung:
         index = outcome.runs.index(failed) + 1 if failed else len(outcome.runs)
         name = f"run{index}-{outcome.runs[index - 1].kind}"
         # Agents in print mode report their own errors on stdout (JSON lines).
-        stderr = (outcome.hung or "") + (_tail(where / f"{name}.stderr")
-                                         or _tail(where / f"{name}.stdout", 1500))  # fmt: skip
+        stderr = (outcome.hung or "") + (rig.tail(f"{name}.stderr")
+                                         or rig.tail(f"{name}.stdout", 1500))  # fmt: skip
     return Reference(
         scenario=scenario, scenario_path=scenario_path, trace=tuple(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),
@@ -292,7 +253,7 @@ def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions
     where = options.workdir / "blackbox-cases" / slug(case.id)
     rig = _CaseRig(case.scenario, reference.scenario, options, where, point)
     outcome = _Outcome([])
-    artifacts = {"dir": str(where), "records": str(where / "records.jsonl")}
+    artifacts = {"dir": str(where), "records": str(rig.records)}
     prompts = _prompts(reference.scenario)
     verdict: Verdict = "pass"
     violations: list[Violation] = []
@@ -321,8 +282,6 @@ def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions
             verdict = "fail" if violations else "pass"
     finally:
         rig.close()
-        records = rig.gate.snapshot()
-        _write(where / "records.jsonl", records)
     artifacts.update(outcome.at_kill)
     artifacts.update(rig.copy_session("final"))
     return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
@@ -352,20 +311,6 @@ def _judge(rig: _CaseRig, reference: Reference, outcome: _Outcome, resume: _Run)
         resume=tuple(records[outcome.crash_records :]), ledger=read_ledger(rig.ledger),
         reference_ledger=reference.ledger, resume_status=resume.status or 0,
         completed=tuple(r.answer for r in outcome.runs[:killed_run] if r.status == 0),
-        resume_stderr=_tail(rig.where / f"run{outcome.runs.index(resume) + 1}-resume.stderr"),
+        resume_stderr=rig.tail(f"run{outcome.runs.index(resume) + 1}-resume.stderr"),
     )  # fmt: skip
     return check_blackbox(observation)
-
-
-def _tail(path: Path, limit: int = 4000) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return ""
-    return data[-limit:].decode("utf-8", "replace")
-
-
-def _write(path: Path, records: Sequence[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    option = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
-    path.write_bytes(b"".join(orjson.dumps(r, option=option) for r in records))

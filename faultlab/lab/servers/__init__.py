@@ -1,5 +1,6 @@
 # What faultlab serves a black-box agent: the scripted model over HTTP, the
-# scenario's tools over MCP, and the gate where both report and hold.
+# scenario's tools over MCP, and the gate where both report and hold; and
+# the rig (rig.py) that sets them up for one case of the agent and app drives.
 from __future__ import annotations
 
 from faultlab.lab.servers.gate import Gate, GateBridge, GateClient, GateClosed

@@ -1,0 +1,131 @@
+# One case's servers, for the drives that run a target against faultlab's
+# own (the black-box agents, faultlab/lab/blackbox/drive.py; the framework
+# apps, faultlab/lab/apps/drive.py): the case's directory, emptied; the
+# world ledger the tools write; the gate, armed at the case's kill point,
+# and its Unix socket for the out-of-process reporters (the MCP tool server,
+# an app child); the scripted model server when the target needs one; the
+# files of each child run beside them; and, when the case closes, the gate's
+# records written to `records.jsonl`.
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Protocol, Self
+
+import orjson
+
+from faultlab.lab.servers.gate import Gate, GateBridge
+from faultlab.lab.servers.model import ModelServer
+from faultlab.lab.servers.points import KillPoint
+from faultlab.scenario import Scenario
+
+__all__ = ["POLL", "Ending", "RigProcess", "ServerRig"]
+
+POLL = 0.005  # seconds between looks at a child and at the gate
+Ending = Literal["exited", "fired", "late"]
+
+
+class RigProcess(Protocol):
+    """What the rig needs of a child it watches (an exec'd ContainedProcess
+    or a forked app)."""
+
+    def wait(self, timeout: float) -> int | None: ...
+
+    def kill_tree(self, timeout: float = ...) -> int | None: ...
+
+
+class ServerRig:
+    """The servers, the gate, the ledger and the files of one case in `where`.
+
+    `with ServerRig(...) as rig:` (or `close()`) releases the gate, stops
+    the servers and writes the gate's records to `rig.records`."""
+
+    def __init__(self, where: Path, armed: KillPoint | None, *, timeout: float,
+                 model: Scenario | None = None) -> None:  # fmt: skip
+        """`timeout`: what a child run may take (`watch`); `model`: serve
+        this scenario's scripted model too."""
+        shutil.rmtree(where, ignore_errors=True)
+        where.mkdir(parents=True)
+        self.where, self.timeout = where, timeout
+        self.ledger = where / "world.jsonl"
+        self.records = where / "records.jsonl"
+        self.gate = Gate(armed)
+        # A Unix socket path must fit in 108 bytes: a short folder of its own.
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="faultlab-gate-"))
+        self.bridge = GateBridge(self.gate, self._socket_dir / "gate")
+        self.model: ModelServer | None = None
+        self.model_url = ""  # where the model server listens, when it runs
+        self.forward: dict[int, str] = {}
+        if model is not None:
+            # A target may get a network namespace of its own: its supervisor
+            # then relays 127.0.0.1:port inside to this socket (`forward`),
+            # and nothing else is reachable.
+            model_socket = str(self._socket_dir / "model")
+            self.model = ModelServer(model, self.gate, unix_path=model_socket)
+            self.model.start()
+            self.model_url = self.model.url
+            self.forward = {self.model.port: model_socket}
+
+    def tool_server(self, scenario_path: str) -> tuple[str, ...]:
+        """The command of faultlab's MCP tool server for this case: the
+        scenario's tools, writing to the case's ledger, reporting to its gate."""
+        return (sys.executable, "-m", "faultlab.lab.servers.mcptools", scenario_path,
+                "--ledger", str(self.ledger), "--gate", str(self.bridge.path))  # fmt: skip
+
+    def outputs(self, name: str) -> tuple[Path, Path]:
+        """Where child run `name` writes its stdout and its stderr."""
+        return self.where / f"{name}.stdout", self.where / f"{name}.stderr"
+
+    def watch(self, process: RigProcess, deadline: float, *,
+              armed: bool) -> tuple[Ending, int | None]:  # fmt: skip
+        """Wait for `process`: ("exited", its status); ("fired", None) when
+        `armed` and the gate fired first (the drive then does its fault);
+        ("late", its status after its tree was killed) when it neither exited
+        nor fired by `deadline`."""
+        while True:
+            status = process.wait(POLL)
+            if status is not None:
+                return "exited", status
+            if armed and self.gate.fired.is_set():
+                return "fired", None
+            if time.monotonic() > deadline:
+                process.kill_tree()
+                return "late", process.wait(self.timeout)
+
+    def write_json(self, name: str, value: Any) -> Path:
+        """`value` as indented JSON in the case's file `name`."""
+        path = self.where / name
+        path.write_bytes(orjson.dumps(value, option=orjson.OPT_INDENT_2))
+        return path
+
+    def tail(self, name: str, limit: int = 4000) -> str:
+        """The last `limit` bytes of the case's file `name` ('' if none)."""
+        try:
+            data = (self.where / name).read_bytes()
+        except FileNotFoundError:
+            return ""
+        return data[-limit:].decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Release the gate (held servers stop), stop the servers, remove the
+        sockets, and write the gate's records."""
+        self.gate.release()
+        if self.model is not None:
+            self.model.stop()
+        self.bridge.close()
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
+        option = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
+        records = self.gate.snapshot()
+        self.records.parent.mkdir(parents=True, exist_ok=True)
+        self.records.write_bytes(b"".join(orjson.dumps(r, option=option) for r in records))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:  # fmt: skip
+        self.close()

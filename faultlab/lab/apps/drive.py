@@ -19,7 +19,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -36,6 +35,7 @@ from faultlab.lab.read.histories import History
 from faultlab.lab.read.view import LogView
 from faultlab.lab.servers.gate import Gate, GateBridge
 from faultlab.lab.servers.points import APP_BOUNDARIES, KillPoint, parse_kill_point
+from faultlab.lab.servers.records import GateRecord, as_trace
 from faultlab.scenario import Scenario
 
 __all__ = [
@@ -270,7 +270,7 @@ def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOption
     records = rig.gate.snapshot()
     _write(where / "records.jsonl", records)
     return Reference(
-        scenario=scenario, scenario_path=scenario_path, trace=tuple(records),
+        scenario=scenario, scenario_path=scenario_path, trace=as_trace(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),
         returncode=-9 if hung else status or 0, log_bytes=b"",
         stderr=(hung or "") + rig.tail(1, "run"), hung=hung is not None, ground_truth="servers",
@@ -407,7 +407,7 @@ def _second_writer(case: Case, reference: Reference,
     return ("fail" if violations else "pass"), violations
 
 
-def _write(path: Path, records: Sequence[dict[str, Any]]) -> None:
+def _write(path: Path, records: Sequence[GateRecord]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     option = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
     path.write_bytes(b"".join(orjson.dumps(r, option=option) for r in records))

@@ -32,6 +32,7 @@ from faultlab.lab.read.view import LogView
 from faultlab.lab.servers.gate import Gate, GateBridge
 from faultlab.lab.servers.model import ModelServer
 from faultlab.lab.servers.points import DEFAULT_DELAYS_MS, KillPoint, parse_kill_point
+from faultlab.lab.servers.records import GateRecord, as_trace
 from faultlab.scenario import Scenario
 
 __all__ = [
@@ -211,7 +212,7 @@ class _CaseRig:
         return copies
 
 
-def _answer(records: Sequence[dict[str, Any]], run: int) -> str:
+def _answer(records: Sequence[GateRecord], run: int) -> str:
     """The final answer the model server gave during agent run `run`."""
     current, answer = 0, ""
     for record in records:
@@ -251,7 +252,7 @@ def run_blackbox_reference(scenario_path: str, scenario: Scenario,
         stderr = (outcome.hung or "") + (_tail(where / f"{name}.stderr")
                                          or _tail(where / f"{name}.stdout", 1500))  # fmt: skip
     return Reference(
-        scenario=scenario, scenario_path=scenario_path, trace=tuple(records),
+        scenario=scenario, scenario_path=scenario_path, trace=as_trace(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),
         returncode=_returncode(failed, outcome), log_bytes=b"", stderr=stderr,
         hung=outcome.hung is not None,
@@ -365,7 +366,7 @@ def _tail(path: Path, limit: int = 4000) -> str:
     return data[-limit:].decode("utf-8", "replace")
 
 
-def _write(path: Path, records: Sequence[dict[str, Any]]) -> None:
+def _write(path: Path, records: Sequence[GateRecord]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     option = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
     path.write_bytes(b"".join(orjson.dumps(r, option=option) for r in records))

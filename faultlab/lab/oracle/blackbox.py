@@ -15,6 +15,7 @@ import orjson
 
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.read.histories import Call, History, classify_result, pairing_problems
+from faultlab.lab.servers.records import GateRecord
 from faultlab.scenario import Scenario
 
 __all__ = ["BlackboxObservation", "check_blackbox", "effect_counts"]
@@ -33,8 +34,8 @@ class BlackboxObservation:
     run's exit status."""
 
     scenario: Scenario
-    crash: tuple[dict[str, Any], ...]
-    resume: tuple[dict[str, Any], ...]
+    crash: tuple[GateRecord, ...]
+    resume: tuple[GateRecord, ...]
     ledger: tuple[dict[str, Any], ...]
     reference_ledger: tuple[dict[str, Any], ...]
     resume_status: int
@@ -42,7 +43,7 @@ class BlackboxObservation:
     resume_stderr: str = ""
 
 
-def _requests(records: Iterable[dict[str, Any]]) -> list[History]:
+def _requests(records: Iterable[GateRecord]) -> list[History]:
     return [History.from_json(r.get("history") or ()) for r in records
             if r.get("boundary") == "model/request"]  # fmt: skip
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.process.records import LedgerRecord
 from faultlab.lab.read.histories import History, classify_result, pairing_problems
 from faultlab.lab.servers.records import GateRecord
 from faultlab.scenario import Scenario
@@ -29,8 +29,8 @@ class AppObservation:
     scenario: Scenario
     crash: tuple[GateRecord, ...]
     resume: tuple[GateRecord, ...]
-    ledger: tuple[dict[str, Any], ...]
-    reference_ledger: tuple[dict[str, Any], ...]
+    ledger: tuple[LedgerRecord, ...]
+    reference_ledger: tuple[LedgerRecord, ...]
     durable_at_kill: History
     final: History
     style: str

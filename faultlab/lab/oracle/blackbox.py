@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.process.records import LedgerRecord
 from faultlab.lab.read.histories import Call, History, classify_result, pairing_problems
 from faultlab.lab.servers.records import GateRecord
 from faultlab.scenario import Scenario
@@ -36,8 +37,8 @@ class BlackboxObservation:
     scenario: Scenario
     crash: tuple[GateRecord, ...]
     resume: tuple[GateRecord, ...]
-    ledger: tuple[dict[str, Any], ...]
-    reference_ledger: tuple[dict[str, Any], ...]
+    ledger: tuple[LedgerRecord, ...]
+    reference_ledger: tuple[LedgerRecord, ...]
     resume_status: int
     completed: tuple[str, ...] = ()
     resume_stderr: str = ""
@@ -72,7 +73,7 @@ def _match(
     return None
 
 
-def effect_counts(ledger: Iterable[dict[str, Any]]) -> Counter[tuple[str, bytes]]:
+def effect_counts(ledger: Iterable[LedgerRecord]) -> Counter[tuple[str, bytes]]:
     """Applied effects per (tool, arguments without the idempotency key)."""
     return Counter((str(r.get("tool")), _canonical(dict(r.get("arguments") or {}))) for r in ledger)
 

@@ -31,6 +31,7 @@ from faultlab.lab.process.tree import ContainedProcess
 from faultlab.lab.read.histories import History
 from faultlab.lab.read.view import LogView
 from faultlab.lab.servers.points import APP_BOUNDARIES, KillPoint, parse_kill_point
+from faultlab.lab.servers.records import as_trace
 from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
 
@@ -241,7 +242,7 @@ def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOption
         rig.close()
     records = rig.gate.snapshot()
     return Reference(
-        scenario=scenario, scenario_path=scenario_path, trace=tuple(records),
+        scenario=scenario, scenario_path=scenario_path, trace=as_trace(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),
         returncode=-9 if hung else status or 0, log_bytes=b"",
         stderr=(hung or "") + rig.tail("run1-run.stderr", 3000), hung=hung is not None,

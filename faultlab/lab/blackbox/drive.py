@@ -26,6 +26,7 @@ from faultlab.lab.process.reference import Reference, read_ledger, slug
 from faultlab.lab.process.tree import ContainedProcess
 from faultlab.lab.read.view import LogView
 from faultlab.lab.servers.points import DEFAULT_DELAYS_MS, KillPoint, parse_kill_point
+from faultlab.lab.servers.records import GateRecord, as_trace
 from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
 
@@ -173,7 +174,7 @@ class _CaseRig(ServerRig):
         return copies
 
 
-def _answer(records: Sequence[dict[str, Any]], run: int) -> str:
+def _answer(records: Sequence[GateRecord], run: int) -> str:
     """The final answer the model server gave during agent run `run`."""
     current, answer = 0, ""
     for record in records:
@@ -212,7 +213,7 @@ def run_blackbox_reference(scenario_path: str, scenario: Scenario,
         stderr = (outcome.hung or "") + (rig.tail(f"{name}.stderr")
                                          or rig.tail(f"{name}.stdout", 1500))  # fmt: skip
     return Reference(
-        scenario=scenario, scenario_path=scenario_path, trace=tuple(records),
+        scenario=scenario, scenario_path=scenario_path, trace=as_trace(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),
         returncode=_returncode(failed, outcome), log_bytes=b"", stderr=stderr,
         hung=outcome.hung is not None,

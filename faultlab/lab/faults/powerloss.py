@@ -44,6 +44,7 @@ from faultlab.lab.oracle.checks import (
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.expected import after_repair, expected_repair
 from faultlab.lab.oracle.validity import check_history
+from faultlab.lab.process.records import LedgerRecord
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference, slug, write_trace
 from faultlab.lab.process.spawn import ChildHung
 from faultlab.lab.process.target import bundled_scenarios, reference_target, session_files
@@ -136,7 +137,7 @@ def plan_power_cases(reference: Reference, fault: str) -> list[Case]:
     return [Case(reference.scenario_path, occurrence, fault) for occurrence in occurrences]
 
 
-def _ledger_at(reference: Reference, prefix: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ledger_at(reference: Reference, prefix: Sequence[dict[str, Any]]) -> list[LedgerRecord]:
     """The world ledger at the crash point (the world does not lose power): the
     reference's records whose ``tool/effect`` was reached before it."""
     applied: dict[str, int] = {}

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.process.records import LedgerRecord
 from faultlab.lab.read.histories import History, classify_result, pairing_problems
+from faultlab.lab.servers.records import GateRecord
 from faultlab.scenario import Scenario
 
 __all__ = ["AppObservation", "check_app"]
@@ -26,10 +27,10 @@ class AppObservation:
     app resumed (resume, resend, hook)."""
 
     scenario: Scenario
-    crash: tuple[dict[str, Any], ...]
-    resume: tuple[dict[str, Any], ...]
-    ledger: tuple[dict[str, Any], ...]
-    reference_ledger: tuple[dict[str, Any], ...]
+    crash: tuple[GateRecord, ...]
+    resume: tuple[GateRecord, ...]
+    ledger: tuple[LedgerRecord, ...]
+    reference_ledger: tuple[LedgerRecord, ...]
     durable_at_kill: History
     final: History
     style: str
@@ -40,7 +41,7 @@ class AppObservation:
     forks: tuple[str, ...] = ()
 
 
-def _started(records: Sequence[dict[str, Any]]) -> list[str]:
+def _started(records: Sequence[GateRecord]) -> list[str]:
     return [str(r["callId"]) for r in records if r.get("boundary") == "tool/started"]
 
 
@@ -98,7 +99,7 @@ def check_app(o: AppObservation) -> list[Violation]:
     return out
 
 
-def _dispatch_after_failure(crash: Sequence[dict[str, Any]]) -> list[Violation]:
+def _dispatch_after_failure(crash: Sequence[GateRecord]) -> list[Violation]:
     """G9: nothing is dispatched on a checkpoint write that failed.  Counted
     from the failed write's start, not its failure: a framework that writes
     in the background (LangGraph's `async`) may start the tools that write

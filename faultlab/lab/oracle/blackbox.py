@@ -14,7 +14,9 @@ from typing import Any
 import orjson
 
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.process.records import LedgerRecord
 from faultlab.lab.read.histories import Call, History, classify_result, pairing_problems
+from faultlab.lab.servers.records import GateRecord
 from faultlab.scenario import Scenario
 
 __all__ = ["BlackboxObservation", "check_blackbox", "effect_counts"]
@@ -33,16 +35,16 @@ class BlackboxObservation:
     run's exit status."""
 
     scenario: Scenario
-    crash: tuple[dict[str, Any], ...]
-    resume: tuple[dict[str, Any], ...]
-    ledger: tuple[dict[str, Any], ...]
-    reference_ledger: tuple[dict[str, Any], ...]
+    crash: tuple[GateRecord, ...]
+    resume: tuple[GateRecord, ...]
+    ledger: tuple[LedgerRecord, ...]
+    reference_ledger: tuple[LedgerRecord, ...]
     resume_status: int
     completed: tuple[str, ...] = ()
     resume_stderr: str = ""
 
 
-def _requests(records: Iterable[dict[str, Any]]) -> list[History]:
+def _requests(records: Iterable[GateRecord]) -> list[History]:
     return [History.from_json(r.get("history") or ()) for r in records
             if r.get("boundary") == "model/request"]  # fmt: skip
 
@@ -71,7 +73,7 @@ def _match(
     return None
 
 
-def effect_counts(ledger: Iterable[dict[str, Any]]) -> Counter[tuple[str, bytes]]:
+def effect_counts(ledger: Iterable[LedgerRecord]) -> Counter[tuple[str, bytes]]:
     """Applied effects per (tool, arguments without the idempotency key)."""
     return Counter((str(r.get("tool")), _canonical(dict(r.get("arguments") or {}))) for r in ledger)
 

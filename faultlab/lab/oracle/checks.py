@@ -19,6 +19,7 @@ from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.effects import duplicated_effects
 from faultlab.lab.oracle.expected import expected_repair
 from faultlab.lab.oracle.validity import check_history
+from faultlab.lab.process.records import LedgerRecord
 from faultlab.lab.process.spawn import ChildExit
 from faultlab.lab.read.view import LogEvent, LogProblem, LogView
 from faultlab.scenario import Scenario
@@ -33,14 +34,14 @@ class Observation:
     scenario: Scenario
     case: Case
     reference_log: LogView
-    reference_ledger: tuple[dict[str, Any], ...]
+    reference_ledger: tuple[LedgerRecord, ...]
     trace: tuple[dict[str, Any], ...]
     crashed: LogView
     repaired: LogView
     repair_status: ChildExit
     final: LogView
     resume_status: ChildExit
-    final_ledger: tuple[dict[str, Any], ...]
+    final_ledger: tuple[LedgerRecord, ...]
     # The fault changed what the child appended after the kill point (a
     # signal, a failed flush): the log is not expected to follow the
     # reference's beyond it.

@@ -5,25 +5,25 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 import orjson
 
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.process.records import LedgerRecord
 from faultlab.lab.read.view import LogView
 from faultlab.scenario import Scenario
 
 __all__ = ["duplicated_effects"]
 
 
-def _effect_key(record: dict[str, Any]) -> tuple[str, bytes]:
+def _effect_key(record: LedgerRecord) -> tuple[str, bytes]:
     arguments = orjson.dumps(record.get("arguments"), option=orjson.OPT_SORT_KEYS)
     return str(record.get("tool")), arguments
 
 
 def duplicated_effects(
-    scenario: Scenario, crashed: LogView, reference_ledger: Sequence[dict[str, Any]],
-    final_ledger: Sequence[dict[str, Any]],
+    scenario: Scenario, crashed: LogView, reference_ledger: Sequence[LedgerRecord],
+    final_ledger: Sequence[LedgerRecord],
 ) -> list[Violation]:  # fmt: skip
     """G6 effects: what the recovered run applied against what it was entitled
     to apply, not against the fault-free run's count (a crash legitimately

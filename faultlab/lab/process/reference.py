@@ -15,6 +15,7 @@ import orjson
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.process.forkserver import ForkServer, shared_server
+from faultlab.lab.process.records import LedgerRecord, ledger_record
 from faultlab.lab.process.spawn import Child, ChildExit, ChildHung
 from faultlab.lab.process.syscalls import (
     parse_strace,
@@ -117,7 +118,7 @@ class Reference:
     scenario_path: str
     trace: tuple[dict[str, Any], ...]
     log: LogView
-    ledger: tuple[dict[str, Any], ...]
+    ledger: tuple[LedgerRecord, ...]
     returncode: int
     log_bytes: bytes  # the whole log file as the fault-free run left it
     stderr: str
@@ -155,7 +156,7 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
 
 
-def read_ledger(path: Path) -> tuple[dict[str, Any], ...]:
+def read_ledger(path: Path) -> tuple[LedgerRecord, ...]:
     """World-ledger records; a torn or foreign line is skipped (it was never applied)."""
     try:
         data = path.read_bytes()
@@ -164,10 +165,10 @@ def read_ledger(path: Path) -> tuple[dict[str, Any], ...]:
     records = []
     for line in data.split(b"\n"):
         try:
-            record = orjson.loads(line)
+            record = ledger_record(orjson.loads(line))
         except orjson.JSONDecodeError:
             continue
-        if isinstance(record, dict):
+        if record is not None:
             records.append(record)
     return tuple(records)
 

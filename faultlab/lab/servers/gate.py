@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from faultlab.lab.servers.points import KillPoint
+from faultlab.lab.servers.records import GateRecord, boundary_record, fact_record
 
 __all__ = ["Gate", "GateBridge", "GateClient", "GateClosed"]
 
@@ -37,17 +38,17 @@ class Gate:
         self._counts: Counter[str] = Counter()
         self._armed = armed
         self._started = time.monotonic()
-        self.observations: list[dict[str, Any]] = []
+        self.observations: list[GateRecord] = []
         self.fired = threading.Event()  # the armed occurrence was reached
         self.released = threading.Event()  # the kill is done: held servers stop
         self.survivors_proceed = False  # after the kill, held out-of-process servers go on
-        self.fired_at: dict[str, Any] | None = None
+        self.fired_at: GateRecord | None = None
 
     @property
     def armed(self) -> KillPoint | None:
         return self._armed
 
-    def reach(self, boundary: str, **detail: Any) -> dict[str, Any]:
+    def reach(self, boundary: str, **detail: Any) -> GateRecord:
         """Record occurrence n of `boundary` (n counts per boundary over the
         whole case, across agent restarts).  The record has `"hold": True`
         when it is the armed occurrence at delay 0: the caller must then
@@ -55,7 +56,7 @@ class Gate:
         with self._lock:
             self._counts[boundary] += 1
             n = self._counts[boundary]
-            record = {"boundary": boundary, "n": n, "t": time.monotonic() - self._started, **detail}
+            record = boundary_record(boundary, n, time.monotonic() - self._started, detail)
             armed = self._armed
             if (
                 armed is not None
@@ -73,9 +74,7 @@ class Gate:
     def note(self, fact: str, **detail: Any) -> None:
         """Record a fact that is not a kill point (a response sent, a ledger line)."""
         with self._lock:
-            self.observations.append(
-                {"fact": fact, "t": time.monotonic() - self._started, **detail}
-            )
+            self.observations.append(fact_record(fact, time.monotonic() - self._started, detail))
 
     def hold(self, timeout: float | None = None) -> None:
         """Block until the lab has killed the agent; then raise GateClosed."""
@@ -104,7 +103,7 @@ class Gate:
         with self._lock:
             self._armed = None
 
-    def snapshot(self) -> list[dict[str, Any]]:
+    def snapshot(self) -> list[GateRecord]:
         with self._lock:
             return list(self.observations)
 

@@ -2,7 +2,7 @@
 # the reference runtime, yet the black-box oracle reads this file with the same
 # reader (`faultlab.lab.process.reference.read_ledger`), so the record format
 # is the runtime's: one fsynced JSON line {"callId","tool","arguments","key"}
-# per applied effect, the directory fsynced when the file is created.  Unlike
+# per applied effect (`LedgerRecord`), the directory fsynced when the file is created.  Unlike
 # the runtime's, it is opened eagerly (an unwritable ledger is a usage error at
 # start, not a crash mid-call) and it takes an flock around each append: an
 # orphaned tool server of a killed agent may still be writing when the resumed
@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.process.records import LedgerRecord, ledger_record
 
 __all__ = ["LedgerWriter"]
 
@@ -38,14 +39,14 @@ class LedgerWriter:
             finally:
                 os.close(directory)
         self._read = 0  # bytes of the file already parsed into `records`
-        self.records: list[dict[str, Any]] = []
+        self.records: list[LedgerRecord] = []
         with self._locked():
             self._catch_up()
 
     def apply(self, *, call_id: str, tool: str, arguments: dict[str, Any], key: str | None) -> bool:
         """Record one effect, fsynced before returning; False when `key` was
         applied before (by this process or another writer of the same file)."""
-        record = {"callId": call_id, "tool": tool, "arguments": arguments, "key": key}
+        record: LedgerRecord = {"callId": call_id, "tool": tool, "arguments": arguments, "key": key}
         with self._locked():
             self._catch_up()
             if key is not None and any(r.get("key") == key for r in self.records):
@@ -85,10 +86,10 @@ class LedgerWriter:
             size += 1
         for line in data.split(b"\n"):
             try:
-                record = orjson.loads(line)
+                record = ledger_record(orjson.loads(line))
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(record, dict):
+            if record is not None:
                 self.records.append(record)
         self._read = size
 

@@ -10,7 +10,10 @@
 # the fork server is the reference runtime itself, which starts no process:
 # its group is its tree (docs/decisions.md "Issue 22").  Reports that break
 # the protocol are kept apart (`bad_reports`), never in the trace, and a
-# child's output file is cut to its head and tail (`OUTPUT_HEAD`).
+# child's output file is cut to its head and tail (`OUTPUT_HEAD`): those
+# checks are faultlab/lab/process/probereport.py; how a child ended, its
+# group signal and the sweeps are faultlab/lab/process/childproc.py; the
+# registry of live children (`kill_all`) is faultlab/lab/process/live.py.
 from __future__ import annotations
 
 import contextlib
@@ -19,7 +22,6 @@ import os
 import select
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,12 +29,29 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import psutil
 
+from faultlab.lab.process.childproc import (
+    ChildExit,
+    ChildHung,
+    Contained,
+    kill_left,
+    signal_group,
+    sweep_group,
+    sweep_tree,
+    wrapped_target,
+)
 from faultlab.lab.process.environment import trimmed_environment
 from faultlab.lab.process.forkserver import ForkedProcess, ForkServer
-from faultlab.lab.process.tree import ContainedProcess, TreeError
-from faultlab.probe import BOUNDARIES, ENV_ARM, ENV_FDS, RELEASED, process_gone
+from faultlab.lab.process.live import _LIVE, _STOPPING, allow_children, kill_all, stop_children
+from faultlab.lab.process.probereport import (
+    MAX_REPORT_LINE,
+    OUTPUT_HEAD,
+    OUTPUT_TAIL,
+    bound_output,
+    report_problem,
+)
+from faultlab.lab.process.tree import ContainedProcess
+from faultlab.probe import ENV_ARM, ENV_FDS, RELEASED, process_gone
 
 __all__ = [
     "MAX_REPORT_LINE",
@@ -50,123 +69,11 @@ __all__ = [
     "trimmed_environment",
 ]
 
-_LIVE: set[Child] = set()  # children started and not reaped yet
 _GONE_WITHIN = 60.0  # seconds a SIGKILLed process may take to be gone
-# A probe report is one short JSON line; a longer one is refused (and the
-# buffer dropped) so a target cannot grow the lab's memory without bound.
-MAX_REPORT_LINE = 1 << 20
-# What is kept of a child's stdout+stderr file: its first and last bytes,
-# with a note of what was dropped between them (docs/cli.md "Limits").
-OUTPUT_HEAD = 64 << 10
-OUTPUT_TAIL = 64 << 10
 # How long the report pipe may stay open after the child itself exited
 # before the lab says that a descendant holds it.
 _PIPE_GRACE = 1.0
 _EXIT_CHECK = 0.1  # seconds between checks that a silent child has exited
-
-
-def report_problem(message: object) -> str | None:
-    """What is wrong with one decoded probe report, or None
-    (docs/probe-protocol.md: a JSON object; a boundary report names a known
-    boundary and its occurrence `n`, a whole number >= 1)."""
-    if not isinstance(message, dict):
-        return f"a report must be a JSON object, not {type(message).__name__}"
-    if "boundary" not in message:
-        return None
-    boundary, n = message["boundary"], message.get("n")
-    if not isinstance(boundary, str):
-        return f"'boundary' must be a string, not {boundary!r}"
-    if boundary not in BOUNDARIES:
-        return f"unknown boundary {boundary!r}"
-    if "n" not in message:
-        return f"the {boundary} report has no occurrence number 'n'"
-    if type(n) is not int or n < 1:
-        return f"the {boundary} report's 'n' must be a whole number >= 1, not {n!r}"
-    return None
-
-
-def bound_output(path: Path, head: int = OUTPUT_HEAD, tail: int = OUTPUT_TAIL) -> None:
-    """Cut a child's output file to its first `head` and last `tail` bytes,
-    with a line in between saying how many bytes were dropped."""
-    try:
-        size = path.stat().st_size
-        if size <= head + tail:
-            return
-        with open(path, "r+b") as file:
-            start = file.read(head)
-            file.seek(size - tail)
-            end = file.read(tail)
-            note = f"\n[faultlab: {size - head - tail} byte(s) of output dropped here]\n"
-            file.seek(0)
-            file.write(start + note.encode() + end)
-            file.truncate()
-    except OSError:
-        return
-
-
-class _Contained:
-    """A `ContainedProcess` as the parts of Popen a Child uses."""
-
-    def __init__(self, tree: ContainedProcess) -> None:
-        self.tree = tree
-        self.pid = tree.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self.tree.returncode
-
-    def poll(self) -> int | None:
-        return self.tree.wait(0.001)
-
-    def wait(self, timeout: float | None = None) -> int:
-        code = self.tree.wait(60.0 if timeout is None else timeout)
-        if code is None:
-            raise subprocess.TimeoutExpired(f"child {self.pid}", timeout or 0)
-        return code
-
-
-_STOPPING = threading.Event()  # set by stop_children: no new child may start
-
-
-def kill_all() -> None:
-    """SIGKILL every live child's process group (on interrupt of the lab)."""
-    for child in list(_LIVE):
-        child.kill()
-
-
-def stop_children() -> None:
-    """An interrupted run's first step: from now on until `allow_children`,
-    starting a child raises ChildHung; then every live child is killed."""
-    _STOPPING.set()
-    kill_all()
-
-
-def allow_children() -> None:
-    """Children may start again (the interrupted run's workers are done)."""
-    _STOPPING.clear()
-
-
-class ChildHung(Exception):
-    """The child did not reach its boundary or exit within its budget."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChildExit:
-    """How a child ended: its status (negative: killed by that signal)."""
-
-    returncode: int
-    stderr: str
-
-
-def signal_group(pid: int, signum: int) -> None:
-    """Send `signum` to the process group `pid` leads."""
-    try:
-        os.killpg(pid, signum)
-    except ProcessLookupError:
-        # A forked child may not have made its group yet (setsid runs right
-        # after the fork): signal the process itself.
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signum)
 
 
 @dataclass(eq=False)
@@ -192,7 +99,7 @@ class Child:
     # A pidfd: the child's runtime starts only once that process is gone
     # (the crash child, let go by `kill_and_let_go`).  The caller owns it.
     after: int | None = None
-    _proc: _Contained | ForkedProcess | None = None
+    _proc: Contained | ForkedProcess | None = None
     # The inode of the report pipe: a system-call trace names the pipe so.
     report_inode: int = 0
     _report_fd: int = -1
@@ -244,7 +151,7 @@ class Child:
         finally:
             os.close(stderr)
 
-    def _exec(self, env: dict[str, str], report_w: int, reply_r: int) -> _Contained:
+    def _exec(self, env: dict[str, str], report_w: int, reply_r: int) -> Contained:
         if self.after is not None and not process_gone(self.after, _GONE_WITHIN):
             raise ChildHung(f"a killed process was not gone within {_GONE_WITHIN:g}s")
         # Under its own supervisor: it leads a session of its own (so a
@@ -255,7 +162,7 @@ class Child:
             stdout_path=self.stderr_path, stderr_path=self.stderr_path,
             pass_fds=(report_w, reply_r),
         )  # fmt: skip
-        return _Contained(tree)
+        return Contained(tree)
 
     @property
     def pid(self) -> int:
@@ -331,17 +238,10 @@ class Child:
 
     def _exited(self) -> bool:
         """Whether a `wrapper`'s (strace's) one child, the target, has exited."""
-        if not isinstance(self._proc, _Contained):
+        if not isinstance(self._proc, Contained):
             return False
         if self._wrapped < 0:
-            with contextlib.suppress(psutil.Error, OSError):
-                wrapper = psutil.Process(self.pid)
-                # The target is the child that exec'd: strace also forks
-                # short-lived copies of itself (its seccomp check).
-                own = wrapper.cmdline()
-                found = [c for c in wrapper.children() if c.cmdline() != own]
-                if found:
-                    self._wrapped = os.pidfd_open(found[0].pid)
+            self._wrapped = wrapped_target(self.pid)
             if self._wrapped < 0:
                 return False
         ready, _, _ = select.select([self._wrapped], [], [], 0)
@@ -351,15 +251,10 @@ class Child:
         """Under a wrapper whose target exited: kill what the target left
         (a wrapper like strace -f waits for every process it follows, and
         holds the probe pipe meanwhile).  True if there was something."""
-        if not self.wrapper or self._unwrapped or not isinstance(self._proc, _Contained):
+        if not self.wrapper or self._unwrapped or not isinstance(self._proc, Contained):
             return False
         self._unwrapped = True
-        left = [p for p in self._proc.tree.descendants() if p.pid != self.pid]
-        for proc in left:
-            with contextlib.suppress(psutil.Error):
-                self.stragglers.append(f"{proc.name()}[{proc.pid}]")
-                proc.kill()
-        return bool(left)
+        return kill_left(self._proc.tree, self.pid, self.stragglers)
 
     def _bad(self, problem: str) -> None:
         if len(self.bad_reports) < 20:  # the first few say enough
@@ -474,36 +369,10 @@ class Child:
                     pass
 
     def _sweep(self) -> None:
-        if isinstance(self._proc, _Contained):
-            self._sweep_tree(self._proc.tree)
+        if isinstance(self._proc, Contained):
+            sweep_tree(self._proc.tree, self.stragglers)
             return
-        # A forked child's grandchildren re-parented to init are invisible
-        # as children, but they keep our process group id.  killpg(pgid, 0)
-        # asks whether any member is left; psutil names them for the report.
-        pgid = self.pid
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
-        for proc in psutil.process_iter(["pid", "name"]):
-            with contextlib.suppress(psutil.Error, OSError):
-                if os.getpgid(proc.info["pid"]) == pgid:
-                    self.stragglers.append(f"{proc.info['name']}[{proc.info['pid']}]")
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
-
-    def _sweep_tree(self, tree: ContainedProcess) -> None:
-        """Kill what is left of an exec'd child's tree (daemons in sessions
-        and groups of their own included), naming it for the report."""
-        for proc in tree.descendants():
-            with contextlib.suppress(psutil.Error):
-                self.stragglers.append(f"{proc.name()}[{proc.pid}]")
-        try:
-            tree.kill_tree()
-        except TreeError as exc:
-            self.stragglers.append(f"(the supervisor failed: {exc})")
-        finally:
-            tree.close()
+        sweep_group(self.pid, self.stragglers)
 
     def _stderr(self) -> str:
         bound_output(self.stderr_path)

@@ -59,7 +59,9 @@ def test_a_forked_child_is_the_servers_in_a_session_of_its_own(
     child = _start(toy, tmp_path, "facts", TOY_VALUE="given")
     assert child.wait(30) == 0
     facts = orjson.loads((tmp_path / "out").read_bytes())
-    assert facts["ppid"] == toy.pid and facts["pid"] == child.pid
+    # Forked by its supervisor (a subreaper), which the server forked.
+    assert facts["pppid"] == toy.pid and facts["ppid"] != toy.pid
+    assert facts["pid"] == child.pid
     assert facts["pgid"] == facts["sid"] == child.pid
     assert facts["cwd"] == str(tmp_path) and facts["env"] == "given"
     assert facts["preloaded"] and facts["threads"] == 1
@@ -205,11 +207,13 @@ def test_app_cases_fork_from_the_server_by_default_with_the_verdicts_of_exec(
     assert _verdicts("exec", tmp_path) == fork
     assert fork[0] == ("fail", ("UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED"))
     assert fork[1] == ("fail", ("DISPATCH_AFTER_FAILED_CHECKPOINT",))
-    # The reference run and two children per case, each forked by one server,
-    # a child of this process that preloaded the app; none outlived its case.
+    # The reference run and two children per case, each forked by its own
+    # supervisor, forked by one server, a child of this process that
+    # preloaded the app; none outlived its case.
     children = _whoami(forked)
     assert len(children) == 5 and len({c["pid"] for c in children}) == 5
-    servers = {c["ppid"] for c in children}
+    assert len({c["ppid"] for c in children}) == 5
+    servers = {c["pppid"] for c in children}
     assert len(servers) == 1
     server = psutil.Process(servers.pop())
     assert server.ppid() == os.getpid() and server.num_threads() == 1

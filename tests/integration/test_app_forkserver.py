@@ -5,7 +5,9 @@
 # example gets the same verdicts forked as exec'd.
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 
 from faultlab.lab.apps.fork import AppForkServer, ForkedApp, app_server
 from faultlab.lab.errors import LabUsageError
+from tests.fixtures.daemons import alive, started
 
 pytestmark = pytest.mark.realprocess
 
@@ -33,6 +36,18 @@ def toy() -> Iterator[AppForkServer]:
         server.close()
 
 
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[Path]:
+    """A folder for the daemons of tests/fixtures/daemons.py; any left
+    running at the end are killed."""
+    folder = tmp_path / "daemons"
+    folder.mkdir()
+    yield folder
+    for pid in alive(folder):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _start(server: AppForkServer, tmp: Path, *argv: str, **env: str) -> ForkedApp:
     return ForkedApp.start(server, argv, cwd=tmp, env={**os.environ, **env},
                            stdout_path=tmp / "out", stderr_path=tmp / "err")  # fmt: skip
@@ -44,7 +59,9 @@ def test_a_forked_child_is_the_servers_in_a_session_of_its_own(
     child = _start(toy, tmp_path, "facts", TOY_VALUE="given")
     assert child.wait(30) == 0
     facts = orjson.loads((tmp_path / "out").read_bytes())
-    assert facts["ppid"] == toy.pid and facts["pid"] == child.pid
+    # Forked by its supervisor (a subreaper), which the server forked.
+    assert facts["pppid"] == toy.pid and facts["ppid"] != toy.pid
+    assert facts["pid"] == child.pid
     assert facts["pgid"] == facts["sid"] == child.pid
     assert facts["cwd"] == str(tmp_path) and facts["env"] == "given"
     assert facts["preloaded"] and facts["threads"] == 1
@@ -95,6 +112,29 @@ def test_the_kill_takes_what_the_child_started_in_its_group(
     _gone, alive = psutil.wait_procs([helper], timeout=10)
     assert not alive
     child.close()
+
+
+@pytest.mark.parametrize("how", ["single", "double"])
+@pytest.mark.parametrize("end", ["exit", "kill"])
+def test_nothing_a_forked_child_daemonized_outlives_its_case(
+    toy: AppForkServer, tmp_path: Path, daemons: Path, how: str, end: str
+) -> None:
+    # A setsid daemon (or a double-forked one) leaves the child's group and
+    # session: only a subreaper above the child still finds it.
+    folder = daemons
+    child = _start(toy, tmp_path, "daemon", str(folder), how, "exit" if end == "exit" else "sleep")
+    if end == "exit":
+        assert child.wait(30) == 0
+    else:
+        out = tmp_path / "out"
+        for _ in range(3000):  # until the child has started its daemon
+            if out.read_bytes().endswith(b"\n"):
+                break
+            assert child.wait(0.01) is None
+        assert child.kill_tree() == -9
+    child.close()
+    assert started(folder) == 1
+    assert alive(folder) == []
 
 
 def test_a_server_whose_preload_starts_a_thread_refuses_to_fork(tmp_path: Path) -> None:
@@ -167,11 +207,13 @@ def test_app_cases_fork_from_the_server_by_default_with_the_verdicts_of_exec(
     assert _verdicts("exec", tmp_path) == fork
     assert fork[0] == ("fail", ("UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED"))
     assert fork[1] == ("fail", ("DISPATCH_AFTER_FAILED_CHECKPOINT",))
-    # The reference run and two children per case, each forked by one server,
-    # a child of this process that preloaded the app; none outlived its case.
+    # The reference run and two children per case, each forked by its own
+    # supervisor, forked by one server, a child of this process that
+    # preloaded the app; none outlived its case.
     children = _whoami(forked)
     assert len(children) == 5 and len({c["pid"] for c in children}) == 5
-    servers = {c["ppid"] for c in children}
+    assert len({c["ppid"] for c in children}) == 5
+    servers = {c["pppid"] for c in children}
     assert len(servers) == 1
     server = psutil.Process(servers.pop())
     assert server.ppid() == os.getpid() and server.num_threads() == 1
@@ -180,6 +222,30 @@ def test_app_cases_fork_from_the_server_by_default_with_the_verdicts_of_exec(
     assert command[4:] == ["faultlab.lab.apps.lgchild", WHOAMI.partition(":")[2]]
     assert not any(psutil.pid_exists(c["pid"]) for c in children)
     assert len(_whoami(execd)) == 5  # exec'd children run in their own pid namespace
+
+
+DAEMON = "langgraph:tests.fixtures.lgapps.daemon:build"
+
+
+def test_no_daemon_an_apps_factory_starts_outlives_the_exploration(
+    tmp_path: Path, daemons: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The app's factory runs in every child of every case and starts a
+    # setsid daemon there; an exec'd child runs under its supervisor (and
+    # in a PID namespace), a forked one must be contained the same way.
+    _needs_langgraph()
+    from faultlab.lab.campaigns.appexplore import explore_app
+    from faultlab.lab.campaigns.explore import Shard
+    from faultlab.scenario import load_scenario
+
+    monkeypatch.chdir(REPO)
+    folder = daemons
+    monkeypatch.setenv("FAULTLAB_TEST_DAEMONS", str(folder))
+    result = explore_app([(PAYMENT, load_scenario(PAYMENT))], app=DAEMON, workdir=tmp_path,
+                         styles=("resume",), shard=Shard(1, 8))  # fmt: skip
+    assert len(result.results) >= 3
+    assert started(folder) >= 3  # the reference run and a case's two children
+    assert alive(folder) == []
 
 
 def test_a_failing_app_exits_the_same_forked_and_execd(

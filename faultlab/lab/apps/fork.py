@@ -4,10 +4,13 @@
 # handle of a child forked by it, with the three calls the app drive makes
 # of a ContainedProcess (wait, kill_tree, close).  A forked child leads a
 # session of its own: the kill is SIGKILL to its process group, which takes
-# its threads with it; it starts no processes (an app child runs the user's
-# graph in threads), and anything left in its group is killed once it is
-# gone.  The exec'd child under its supervisor (--spawn exec) stays the
-# fidelity reference, and the containment for apps that do start processes.
+# its threads with it.  It is contained as an exec'd child is: the server
+# forks it under a per-case supervisor, a child subreaper running reaper.py's
+# kill, so whatever it started (a setsid daemon, a double fork) is killed
+# once it has exited, before its exit status reaches the lab; a supervisor
+# whose server is gone kills its child's tree (PR_SET_PDEATHSIG).  The
+# exec'd child (--spawn exec) stays the fidelity reference, and adds a PID
+# namespace where the kernel allows one.
 from __future__ import annotations
 
 import atexit
@@ -112,21 +115,12 @@ class ForkedApp:
                     os.kill(self.pid, signal.SIGKILL)
 
     def kill_tree(self, timeout: float = _KILLED_WITHIN) -> int | None:
-        """SIGKILL the child and its process group; returns its status once
-        the server has reaped it."""
+        """SIGKILL the child's process group; returns its status once its
+        supervisor has killed what else it started and the server has
+        reaped the supervisor."""
         if self._process.poll() is None:
             self._signal_group()
-        status = self.wait(timeout)
-        self._sweep()
-        return status
-
-    def _sweep(self) -> None:
-        """Whatever of its group outlived it (it should start no process),
-        right after its exit was seen, as the lab sweeps a forked runtime's
-        group (faultlab/lab/process/spawn.py)."""
-        if self._process.poll() is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
+        return self.wait(timeout)
 
     def close(self) -> None:
         """Kill it if it still runs; nothing of it outlives this."""

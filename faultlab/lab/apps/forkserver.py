@@ -54,7 +54,7 @@ from typing import Any
 
 import orjson
 
-from faultlab.lab.process import reaper
+from faultlab.lab.process import reaper, reaperkill
 
 __all__ = ["FD_ORDER", "serve"]
 
@@ -104,7 +104,7 @@ def _supervise(request: dict[str, Any], fds: list[int], child_module: str, repor
         os.close(fds[0])
         err = fds[1]  # the child's stderr: where a failed kill is told
         control_r, _control_w = os.pipe()  # never readable: the server sends no command
-        tree = reaper._Tree(control_r, os.open(os.devnull, os.O_WRONLY), server)
+        tree = reaperkill._Tree(control_r, os.open(os.devnull, os.O_WRONLY), server)
         tree.agent = pid
         while True:
             tree.reap()

@@ -13,8 +13,8 @@
 #   4. an option that does not apply to the drive exits 2 naming the option
 #      and the drive;
 #   5. a run that exercised nothing is not green.
-# A cell that fails on today's code is marked xfail(strict=True) with the
-# reason: once the engine is one (issue 29) it passes, and its mark must go.
+# A cell that still fails is marked xfail(strict=True) with the reason
+# (its mark must go when it is fixed).
 # Runs are cut to a few cases with --shard where the property allows.
 from __future__ import annotations
 
@@ -109,8 +109,8 @@ _PROGRESS = re.compile(r"\[(\d+)/(\d+)\]")
 @pytest.mark.parametrize("drive", _cells({
     "classic": None,
     "acp": None,
-    "agent": "an interrupted explore --agent writes no report at all",
-    "app": "an interrupted explore --app writes no report at all",
+    "agent": None,
+    "app": None,
 }))  # fmt: skip
 def test_an_interrupt_keeps_an_incomplete_report(
     drive: str, faultlab_started: CLI, tmp_path: Path
@@ -142,9 +142,9 @@ def test_an_interrupt_keeps_an_incomplete_report(
 
 @pytest.mark.parametrize("drive", _cells({
     "classic": None,
-    "acp": "replay refuses the ACP coverage case id (fault 'reference' not supported)",
+    "acp": None,
     "agent": None,
-    "app": "replay refuses the app's coverage case id (fault 'reference/async')",
+    "app": None,
 }, heavy={"agent": 56}))  # fmt: skip
 def test_every_case_id_printed_replays(drive: str, faultlab_cli: CLI, tmp_path: Path) -> None:
     _needs(drive)
@@ -222,31 +222,27 @@ def test_a_daemon_started_by_the_target_is_gone_after_the_run(
 
 # -- 4. an option that does not apply to the drive exits 2 -----------------------
 
-_NAMES_NO_DRIVE = "refused, but the message names the option only, not the drive"
+# (-v, -q, --color, -k, -x, --lf are the engine's: they apply to every drive.)
 _NOT_APPLYING = [
-    ("classic", ("--compare", "durability=sync"), _NAMES_NO_DRIVE),
-    ("classic", ("--delays", "0"), "--delays without --agent is ignored by classic"),
-    ("classic", ("--repeats", "2"), "--repeats without --agent is ignored by classic"),
-    ("acp", ("--compare", "durability=sync"), _NAMES_NO_DRIVE),
-    ("acp", ("--delays", "0"), "--delays without --agent is ignored by --drive acp"),
-    ("acp", ("--repeats", "2"), "--repeats without --agent is ignored by --drive acp"),
-    ("agent", ("--backend", "jsonl"), None),
-    ("agent", ("--compare", "durability=sync"), _NAMES_NO_DRIVE),
-    ("agent", ("--max-double-cases", "3"), None),
-    ("agent", ("-v",), "-v with --agent is ignored"),
-    ("app", ("--delays", "0"), None),
-    ("app", ("--repeats", "2"), "--repeats with --app is ignored"),
-    ("app", ("--max-double-cases", "3"), "--max-double-cases with --app is ignored"),
-    ("app", ("-v",), "-v with --app is ignored"),
-    ("app", ("--drive", "acp"), "--drive with --app is ignored"),
+    ("classic", ("--compare", "durability=sync")),
+    ("classic", ("--delays", "0")),
+    ("classic", ("--repeats", "2")),
+    ("acp", ("--compare", "durability=sync")),
+    ("acp", ("--delays", "0")),
+    ("acp", ("--repeats", "2")),
+    ("agent", ("--backend", "jsonl")),
+    ("agent", ("--compare", "durability=sync")),
+    ("agent", ("--max-double-cases", "3")),
+    ("app", ("--delays", "0")),
+    ("app", ("--repeats", "2")),
+    ("app", ("--max-double-cases", "3")),
+    ("app", ("--drive", "acp")),
 ]
 _WORDS = {"classic": "classic", "acp": "acp", "agent": "agent", "app": "app"}
 
 
 @pytest.mark.parametrize(("drive", "option"), [
-    pytest.param(drive, option, marks=_issue(reason) if reason else (),
-                 id=f"{drive}-{option[0]}")
-    for drive, option, reason in _NOT_APPLYING
+    pytest.param(drive, option, id=f"{drive}-{option[0]}") for drive, option in _NOT_APPLYING
 ])  # fmt: skip
 def test_an_option_that_does_not_apply_exits_2_naming_it_and_the_drive(
     drive: str, option: tuple[str, ...], faultlab_cli: CLI
@@ -278,7 +274,7 @@ def _exercising_nothing(drive: str, tmp: Path) -> tuple[str, ...]:
     "classic": None,
     "acp": None,
     "agent": None,
-    "app": "an app that never calls the model or a tool passes every case",
+    "app": None,
 }))  # fmt: skip
 def test_a_run_that_exercised_nothing_is_not_green(
     drive: str, faultlab_cli: CLI, tmp_path: Path

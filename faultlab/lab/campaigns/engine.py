@@ -276,6 +276,7 @@ def explore(
     runs each in turn and gives one result.  Interrupted, raises
     `Interrupted` holding every case finished."""
     check_jobs(jobs)
+    drive = drive.for_jobs(jobs)
     wanted = drive.parse_faults(faults)
     context = PlanContext(jobs, plan_progress)
     parts: list[ExploreResult] = []

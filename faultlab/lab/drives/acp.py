@@ -43,6 +43,9 @@ class AcpDrive:
     def workdir(self) -> Path:
         return self.options.workdir
 
+    def for_jobs(self, jobs: int) -> AcpDrive:
+        return self
+
     def variants(self) -> Sequence[AcpDrive]:
         return (self,)
 

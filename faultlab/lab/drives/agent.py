@@ -42,6 +42,9 @@ class AgentDrive:
     def workdir(self) -> Path:
         return self.options.workdir
 
+    def for_jobs(self, jobs: int) -> AgentDrive:
+        return self
+
     def variants(self) -> Sequence[AgentDrive]:
         return (self,)
 

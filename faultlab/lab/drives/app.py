@@ -71,6 +71,9 @@ class AppDrive:
     def coverage_fault(self) -> str:
         return f"reference/{self.mode}"
 
+    def for_jobs(self, jobs: int) -> AppDrive:
+        return self
+
     def variants(self) -> Sequence[AppDrive]:
         return tuple(self._in(mode) for mode in self.modes or (self.mode,))
 

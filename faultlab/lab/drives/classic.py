@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +128,9 @@ class ClassicDrive:
     def workdir(self) -> Path:
         return self.options.workdir
 
+    def for_jobs(self, jobs: int) -> ClassicDrive:
+        return replace(self, options=self.options.for_jobs(jobs))
+
     def variants(self) -> Sequence[ClassicDrive]:
         return (self,)
 
@@ -142,7 +145,7 @@ class ClassicDrive:
 
     def plan(self, reference: Reference, faults: Sequence[str], context: PlanContext
              ) -> list[Case]:  # fmt: skip
-        planning = Planning(self.options.for_jobs(context.jobs), self.max_double, context.jobs,
+        planning = Planning(self.options, self.max_double, context.jobs,
                             context.progress)  # fmt: skip
         return plan_cases(reference, faults, planning)[1:]
 

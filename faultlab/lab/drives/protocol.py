@@ -63,6 +63,10 @@ class Drive(Protocol):
     def coverage_fault(self) -> str:
         """The fault of its coverage cases (`reference`, or `reference/MODE`)."""
 
+    def for_jobs(self, jobs: int) -> Drive:
+        """This drive for a run of `jobs` cases at a time (the classic drive's
+        fork server warms its children only with no more jobs than CPUs)."""
+
     def variants(self) -> Sequence[Drive]:
         """The drives a run of this one is made of (an app compared in several
         modes: one per mode; otherwise itself)."""

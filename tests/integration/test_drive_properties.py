@@ -149,13 +149,19 @@ def test_an_interrupt_keeps_an_incomplete_report(
 def test_every_case_id_printed_replays(drive: str, faultlab_cli: CLI, tmp_path: Path) -> None:
     _needs(drive)
     reports = tmp_path / "reports"
-    done = faultlab_cli("explore", PAYMENT, *DRIVES[drive], *COMMON, "--shard", SHARDS[drive],
-                        "--report-dir", str(reports), cwd=REPO, timeout=180)  # fmt: skip
+    # An app in LangGraph's sync mode, at a model or tool point: its
+    # checkpoint points race the background writer (docs/frameworks.md), so
+    # a replay there may differ from the recorded verdict by chance.
+    mode = ("--compare", "durability=sync") if drive == "app" else ()
+    done = faultlab_cli("explore", PAYMENT, *DRIVES[drive], *mode, *COMMON, "--shard",
+                        SHARDS[drive], "--report-dir", str(reports), cwd=REPO,
+                        timeout=180)  # fmt: skip
     assert done.code in (0, 1), done.stderr
     ids = [record["id"] for record in _records(_run_dir(reports))]
     coverage = [case for case in ids if "::coverage[reference" in case]
     assert coverage, ids
-    chosen = [*coverage, *[case for case in ids if case not in coverage][:1]]
+    crash = [case for case in ids if case not in coverage and "checkpoint/" not in case]
+    chosen = [*coverage, *crash[:1]]
     for case in chosen:
         again = faultlab_cli("replay", case, "--report-dir", str(reports), cwd=REPO,
                              timeout=120)  # fmt: skip

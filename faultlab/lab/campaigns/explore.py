@@ -49,7 +49,6 @@ __all__ = [
     "explore",
     "fault_tally",
     "load_scenarios",
-    "parse_fault_list",
     "parse_shard",
     "plan_cases",
     "plan_gaps",
@@ -96,16 +95,3 @@ def explore(
     return explore_drive(ClassicDrive(options, max_double), scenarios, faults=faults, jobs=jobs,
                          shard=shard, progress=progress, select=select,
                          plan_progress=plan_progress)  # fmt: skip
-
-
-def parse_fault_list(
-    faults: Sequence[str], *, supported: Sequence[str], option: str
-) -> tuple[str, ...]:
-    """`all` is every one of `supported`; any other name must be one of them
-    (`option` names the target kind in the error, like `--agent`)."""
-    names = [n for name in faults for n in (supported if name == "all" else (name,))]
-    for name in names:
-        if name not in supported:
-            raise LabUsageError(f"fault {name!r} is not supported with {option} "
-                                f"(supported: {', '.join(supported)})")  # fmt: skip
-    return tuple(f for f in supported if f in names)

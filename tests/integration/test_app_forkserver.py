@@ -234,7 +234,7 @@ def test_no_daemon_an_apps_factory_starts_outlives_the_exploration(
     # setsid daemon there; an exec'd child runs under its supervisor (and
     # in a PID namespace), a forked one must be contained the same way.
     _needs_langgraph()
-    from faultlab.lab.campaigns.appexplore import explore_app
+    from faultlab.lab.campaigns.api import explore_app
     from faultlab.lab.campaigns.explore import Shard
     from faultlab.scenario import load_scenario
 

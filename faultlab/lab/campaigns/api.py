@@ -158,11 +158,14 @@ def explore_app(
     durability: str = "", jobs: int = 1, shard: Shard | None = None,
     faults: Sequence[str] = ("sigkill",), timeout: float = 60.0,
     progress: Progress | None = None, spawn: str = "fork", select: Selection | None = None,
+    styles: Sequence[str] | None = None,
 ) -> ExploreResult:  # fmt: skip
     """Every case of `app` on `scenarios` in one mode (empty: the framework's
-    default), its children forked by the app's fork server or exec'd."""
+    default), its children forked by the app's fork server or exec'd, with
+    the resume `styles` (None: every one the framework offers)."""
     made = make_drive("app", workdir=workdir, timeout=timeout, app=app, spawn=spawn,
-                      compare=(durability,) if durability else None)  # fmt: skip
+                      compare=(durability,) if durability else None,
+                      styles=None if styles is None else tuple(styles))  # fmt: skip
     return engine.explore(made, scenarios, faults=faults, jobs=jobs, shard=shard,
                           progress=progress, select=select)  # fmt: skip
 

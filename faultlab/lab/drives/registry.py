@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ _ACCEPTS: Mapping[str, frozenset[str]] = {
                           "check_determinism"}),
     "acp": frozenset({"policy", "target", "backend", "spawn", "max_double"}),
     "agent": frozenset({"agent", "delays", "repeats"}),
-    "app": frozenset({"app", "compare", "spawn"}),
+    "app": frozenset({"app", "compare", "spawn", "styles"}),
 }  # fmt: skip
 DRIVE_NAMES = tuple(_ACCEPTS)
 _REQUIRED = {"agent": "agent", "app": "app"}
@@ -119,6 +120,8 @@ def _app(workdir: Path, timeout: float, _max_double: int, given: dict[str, Any])
         modes = tuple(compare)
     options = AppOptions(app, workdir / modes[0], modes[0], timeout=timeout,
                          spawn=given.get("spawn", "fork"))  # fmt: skip
+    if "styles" in given:  # the resume styles planned (the library's; the CLI plans all)
+        options = replace(options, styles=tuple(given["styles"]))
     return AppDrive(options, workdir, modes)
 
 

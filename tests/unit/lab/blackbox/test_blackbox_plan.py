@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from faultlab.lab.agents.launch import agent_launcher
@@ -151,21 +150,3 @@ def test_the_reference_status_is_the_first_failed_run_or_a_hang() -> None:
     assert drive._returncode(failed, drive._Outcome([])) == 3
     assert drive._returncode(drive._Run("resume", 1, status=None), drive._Outcome([])) == 1
     assert drive._returncode(None, drive._Outcome([], hung="run1-first hung")) == -9
-
-
-def test_the_records_file_is_one_sorted_json_line_per_record(tmp_path: Path) -> None:
-    path = tmp_path / "case" / "records.jsonl"
-    drive._write(path, [{"n": 1, "boundary": "model/request"}, {"fact": "agent/exit"}])
-    lines = path.read_bytes().splitlines()
-    assert lines == [b'{"boundary":"model/request","n":1}', b'{"fact":"agent/exit"}']
-    assert [orjson.loads(line) for line in lines] == [
-        {"boundary": "model/request", "n": 1}, {"fact": "agent/exit"},
-    ]  # fmt: skip
-
-
-def test_a_tail_is_the_last_bytes_of_a_file_or_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "run1-first.stderr"
-    assert drive._tail(path) == ""
-    path.write_bytes(b"a" * 10 + "é".encode() + b"end")
-    assert drive._tail(path, 5) == "éend"
-    assert drive._tail(path, 4) == "\ufffdend"  # a cut character is replaced, not an error

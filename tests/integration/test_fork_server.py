@@ -107,7 +107,12 @@ def test_the_server_starts_with_the_environment_it_gives_children() -> None:
     # of clearing and refilling the lab's whole environment.
     server = ForkServer()
     try:
-        initial = psutil.Process(server._process.pid).environ()
+        # Read once the new program is in place: during its exec, /proc
+        # shows an empty environment (seen once under load).
+        deadline = time.monotonic() + 60
+        while not (initial := psutil.Process(server._process.pid).environ()):
+            assert time.monotonic() < deadline, "the server never showed an environment"
+            time.sleep(0.01)
     finally:
         server.close()
     assert initial == trimmed_environment()

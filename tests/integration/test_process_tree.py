@@ -98,12 +98,20 @@ def ready(tmp_path: Path) -> list[int]:
 
 
 def finished(pid: int) -> bool:
-    """The process exited: gone, or a zombie its new parent (init) has not
-    reaped yet; it may be reaped between the two looks."""
-    try:
-        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return True
+    """The process exited within the (bounded) time a killer gets: gone, or
+    a zombie its new parent (init) has not reaped yet; it may be reaped
+    between two looks.  (A supervisor kills its tree first and exits after:
+    on a loaded machine the tree can be gone a moment before it is.)"""
+    deadline = time.monotonic() + WITHIN
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
 
 
 def gone(tag: str) -> list[psutil.Process]:

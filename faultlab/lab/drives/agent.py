@@ -65,10 +65,8 @@ class AgentDrive:
         # The scenario's declared `boundaries` name probe boundaries, which a
         # black box never reports; a script whose steps call tools must have
         # reached the MCP tool server.
-        scenario = reference.scenario
-        calls = any(step.tool_calls for turn in scenario.turns for step in turn.steps)
         return coverage_result(
-            case, reference, declared=False, tool_boundary="tool/received#1", calls=calls,
+            case, reference, declared=False, tool_boundary="tool/received#1",
             seen="the agent never called the MCP tool server in its fault-free run (does it "
             "see the tools? the adapter's MCP config, allowed tools)",
         )  # fmt: skip

@@ -110,10 +110,8 @@ class AppDrive:
     def coverage(self, case: Case, reference: Reference, faults: Sequence[str]) -> CaseResult:
         # Declared boundaries name probe boundaries, which an app never
         # reports; a script whose steps call tools must have run one.
-        scenario = reference.scenario
-        calls = any(step.tool_calls for turn in scenario.turns for step in turn.steps)
         return coverage_result(
-            case, reference, declared=False, tool_boundary="tool/started#1", calls=calls,
+            case, reference, declared=False, tool_boundary="tool/started#1",
             seen="the app ran no tool body in its fault-free run (does the factory give the "
             "model the tools it is passed?)",
         )  # fmt: skip

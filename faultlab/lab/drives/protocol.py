@@ -151,14 +151,13 @@ def calls_tools(scenario: Scenario) -> bool:
 
 def coverage_result(
     case: Case, reference: Reference, gaps: Sequence[Violation] = (), *,
-    declared: bool = True, tool_boundary: str | None = None, calls: bool = False,
-    seen: str = "",
+    declared: bool = True, tool_boundary: str | None = None, seen: str = "",
 ) -> CaseResult:  # fmt: skip
     """A coverage case: the fault-free run exited 0, reported some boundary
     (`gaps` says what else a planner left unchecked), reached the boundaries
     the scenario declares (`declared`: they name probe boundaries, which only
-    probe targets report) and, when the script `calls` tools and
-    `tool_boundary` is given, reached that occurrence: a target that never
+    probe targets report) and, when `tool_boundary` is given and the
+    script's steps call tools, reached that occurrence: a target that never
     saw the tools would pass every tool case vacuously (`seen` says where to
     look)."""
     if reference.returncode != 0:
@@ -175,6 +174,7 @@ def coverage_result(
     if reference.occurrences:
         bare = scenario if declared else dataclasses.replace(scenario, boundaries=())
         violations += check_coverage(bare, reference.occurrences)
+    calls = any(step.tool_calls for turn in scenario.turns for step in turn.steps)
     if (not violations and tool_boundary is not None and calls
             and tool_boundary not in reference.occurrences):  # fmt: skip
         violations.append(Violation(

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from faultlab.lab.campaigns.select import Selection
@@ -282,8 +283,9 @@ def explore(
     parts: list[ExploreResult] = []
     for variant in drive.variants():
         try:
-            part = _explore_variant(variant, scenarios, wanted, context, jobs=jobs, shard=shard,
-                                    progress=progress, select=select)  # fmt: skip
+            crash_cases = partial(_planned, variant, wanted, context)
+            part = _run_drive(variant, scenarios, wanted, crash_cases, jobs=jobs, shard=shard,
+                              progress=progress, select=select)  # fmt: skip
         except Interrupted as stop:
             raise Interrupted(combined_result([*parts, stop.partial])) from stop
         parts.append(part)
@@ -292,16 +294,25 @@ def explore(
     return parts[0] if len(parts) == 1 else combined_result(parts)
 
 
-def _explore_variant(
+def _planned(drive: Drive, faults: tuple[str, ...], context: PlanContext,
+             reference: Reference) -> list[Case]:  # fmt: skip
+    return drive.plan(reference, faults, context)
+
+
+def _run_drive(
     drive: Drive, scenarios: Sequence[tuple[str, Scenario]], faults: tuple[str, ...],
-    context: PlanContext, *, jobs: int, shard: Shard | None, progress: Progress | None,
-    select: Selection | None,
+    crash_cases: Callable[[Reference], list[Case]], *, jobs: int, shard: Shard | None,
+    progress: Progress | None, select: Selection | None = None,
 ) -> ExploreResult:  # fmt: skip
+    """The cases of `drive` on `scenarios`: each scenario's coverage case,
+    then `crash_cases` of its fault-free run (none when that run failed:
+    its coverage case says why); a passing case's directory is removed."""
+
     def plan(reference: Reference) -> list[Case]:
         coverage = Case(reference.scenario_path, COVERAGE, drive.coverage_fault)
         if reference.returncode != 0:
-            return [coverage]  # its coverage case says why; nothing else can run
-        return [coverage, *drive.plan(reference, faults, context)]
+            return [coverage]
+        return [coverage, *crash_cases(reference)]
 
     def run(case: Case, reference: Reference) -> CaseResult:
         if case.occurrence == COVERAGE:
@@ -388,22 +399,11 @@ def fuzz(
     check_jobs(jobs)
     wanted = drive.parse_faults(faults)
 
-    def plan(reference: Reference) -> list[Case]:
-        coverage = Case(reference.scenario_path, COVERAGE, drive.coverage_fault)
-        if reference.returncode != 0 or not reference.occurrences:
-            return [coverage]
+    def drawn(reference: Reference) -> list[Case]:
+        if not reference.occurrences:
+            return []  # the coverage case says NO_BOUNDARY_REPORTED
         pairs = draw_kill_points(reference.occurrences, count=examples, seed=seed,
                                  faults=wanted, max_delay_ms=max_delay_ms)  # fmt: skip
-        return [coverage, *(Case(reference.scenario_path, str(p), f) for p, f in pairs)]
+        return [Case(reference.scenario_path, str(p), f) for p, f in pairs]
 
-    def run(case: Case, reference: Reference) -> CaseResult:
-        if case.occurrence == COVERAGE:
-            return drive.coverage(case, reference, wanted)
-        if reference.returncode != 0:
-            return reference_failed(case, reference)
-        return drive.run(case, reference)
-
-    return run_exploration(
-        scenarios, jobs=jobs, shard=None, progress=progress, threads="faultlab-fuzz",
-        reference=drive.reference, plan=plan, run=run, kill=lambda: kill_everything([drive]),
-    )  # fmt: skip
+    return _run_drive(drive, scenarios, wanted, drawn, jobs=jobs, shard=None, progress=progress)

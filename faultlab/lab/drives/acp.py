@@ -17,7 +17,12 @@ from faultlab.lab.acp.drive import (
     run_acp_case,
     run_acp_reference,
 )
-from faultlab.lab.drives.protocol import PlanContext, coverage_result, parse_fault_names
+from faultlab.lab.drives.protocol import (
+    PlanContext,
+    SingleDrive,
+    coverage_result,
+    parse_fault_names,
+)
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.double import DOUBLE_FAULT, parse_pair
 from faultlab.lab.oracle.case import Case, CaseResult
@@ -29,7 +34,7 @@ __all__ = ["AcpDrive"]
 
 
 @dataclass(frozen=True, slots=True)
-class AcpDrive:
+class AcpDrive(SingleDrive):
     """The ACP drive over `options` (the agent command, its policy)."""
 
     options: AcpOptions
@@ -42,18 +47,6 @@ class AcpDrive:
     @property
     def workdir(self) -> Path:
         return self.options.workdir
-
-    def for_jobs(self, jobs: int) -> AcpDrive:
-        return self
-
-    def variants(self) -> Sequence[AcpDrive]:
-        return (self,)
-
-    def variant_for(self, fault: str) -> AcpDrive:
-        return self
-
-    def case_fault(self, fault: str) -> str:
-        return fault
 
     def reference(self, path: str, scenario: Scenario) -> Reference:
         return run_acp_reference(path, scenario, self.options)

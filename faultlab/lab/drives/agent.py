@@ -16,7 +16,12 @@ from faultlab.lab.blackbox.drive import (
     run_blackbox_case,
     run_blackbox_reference,
 )
-from faultlab.lab.drives.protocol import PlanContext, coverage_result, parse_fault_names
+from faultlab.lab.drives.protocol import (
+    PlanContext,
+    SingleDrive,
+    coverage_result,
+    parse_fault_names,
+)
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import Reference
@@ -28,7 +33,7 @@ __all__ = ["AgentDrive"]
 
 
 @dataclass(frozen=True, slots=True)
-class AgentDrive:
+class AgentDrive(SingleDrive):
     """The black-box drive over `options` (the agent, its delays, repeats)."""
 
     options: BlackboxOptions
@@ -41,18 +46,6 @@ class AgentDrive:
     @property
     def workdir(self) -> Path:
         return self.options.workdir
-
-    def for_jobs(self, jobs: int) -> AgentDrive:
-        return self
-
-    def variants(self) -> Sequence[AgentDrive]:
-        return (self,)
-
-    def variant_for(self, fault: str) -> AgentDrive:
-        return self
-
-    def case_fault(self, fault: str) -> str:
-        return fault
 
     def reference(self, path: str, scenario: Scenario) -> Reference:
         return run_blackbox_reference(path, scenario, self.options)

@@ -12,6 +12,7 @@ from typing import Any
 from faultlab.lab.drives.protocol import (
     COVERAGE,
     PlanContext,
+    SingleDrive,
     calls_tools,
     coverage_result,
     parse_fault_names,
@@ -113,7 +114,7 @@ def run_one(case: Case, reference: Reference, options: LabOptions) -> CaseResult
 
 
 @dataclass(frozen=True, slots=True)
-class ClassicDrive:
+class ClassicDrive(SingleDrive):
     """The classic drive over `options` (the target, its policy and backend)."""
 
     options: LabOptions
@@ -130,15 +131,6 @@ class ClassicDrive:
 
     def for_jobs(self, jobs: int) -> ClassicDrive:
         return replace(self, options=self.options.for_jobs(jobs))
-
-    def variants(self) -> Sequence[ClassicDrive]:
-        return (self,)
-
-    def variant_for(self, fault: str) -> ClassicDrive:
-        return self
-
-    def case_fault(self, fault: str) -> str:
-        return fault
 
     def reference(self, path: str, scenario: Scenario) -> Reference:
         return run_reference(path, scenario, self.options)

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
@@ -21,6 +21,7 @@ __all__ = [
     "COVERAGE",
     "Drive",
     "PlanContext",
+    "SingleDrive",
     "calls_tools",
     "coverage_result",
     "parse_fault_names",
@@ -104,6 +105,25 @@ class Drive(Protocol):
 
     def run_options(self) -> dict[str, Any]:
         """Its options as `run.json` keeps them, to build it again for a replay."""
+
+
+class SingleDrive:
+    """What a drive of one variant answers the same way: it is the same drive
+    for any number of jobs and any case, and names its cases' faults as given."""
+
+    __slots__ = ()
+
+    def for_jobs(self, jobs: int) -> Self:
+        return self
+
+    def variants(self) -> Sequence[Self]:
+        return (self,)
+
+    def variant_for(self, fault: str) -> Self:
+        return self
+
+    def case_fault(self, fault: str) -> str:
+        return fault
 
 
 def parse_fault_names(

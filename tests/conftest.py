@@ -324,3 +324,17 @@ def faultlab_started(tmp_path: Path) -> Iterator[Callable[..., Started]]:
         with contextlib.suppress(psutil.Error):
             proc.suspend()
             proc.kill()
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[Path]:
+    """A folder for the daemons of tests/fixtures/daemons.py; any left
+    running at the end are killed."""
+    from tests.fixtures.daemons import alive
+
+    folder = tmp_path / "daemons"
+    folder.mkdir()
+    yield folder
+    for pid in alive(folder):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

@@ -5,9 +5,7 @@
 # example gets the same verdicts forked as exec'd.
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,17 +33,6 @@ def toy() -> Iterator[AppForkServer]:
     finally:
         server.close()
 
-
-@pytest.fixture
-def daemons(tmp_path: Path) -> Iterator[Path]:
-    """A folder for the daemons of tests/fixtures/daemons.py; any left
-    running at the end are killed."""
-    folder = tmp_path / "daemons"
-    folder.mkdir()
-    yield folder
-    for pid in alive(folder):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def _start(server: AppForkServer, tmp: Path, *argv: str, **env: str) -> ForkedApp:

@@ -18,13 +18,11 @@
 # Runs are cut to a few cases with --shard where the property allows.
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,15 +88,6 @@ def _run_dir(report_dir: Path) -> Path:
     assert len(runs) == 1, runs
     return runs[0]
 
-
-@pytest.fixture
-def daemons(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "daemons"
-    folder.mkdir()
-    yield folder
-    for pid in alive(folder):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 # -- 1. an interrupt keeps an incomplete report ---------------------------------

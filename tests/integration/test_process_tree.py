@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.process.tree import FREEZER, ContainedProcess, leftovers
+from faultlab.lab.process.tree import FREEZER, ContainedProcess, close_all, leftovers
 
 pytestmark = pytest.mark.realprocess
 
@@ -249,6 +249,38 @@ def test_the_starting_thread_ending_does_not_kill_the_tree(tmp_path: Path, tag: 
         assert proc.kill_agent() == -signal.SIGKILL
         assert helper in {p.pid for p in proc.descendants()}
     assert leftovers(tag) == []
+
+
+def test_close_all_from_another_thread_leaves_the_case_thread_its_pipes(
+    tmp_path: Path, tag: str
+) -> None:
+    # The interrupt path: the main thread kills every open tree while a case
+    # thread is inside wait().  close_all used to close the tree's pipes too,
+    # and the case thread's next read failed with EBADF (seen in CI) or read
+    # whatever file had reused the number.  Now it asks and waits; the owner
+    # alone reads and closes.
+    proc = start(tmp_path, "escape", tag)
+    ready(tmp_path)
+    errors: list[BaseException] = []
+    statuses: list[int | None] = []
+    closed = threading.Event()
+
+    def case() -> None:
+        try:
+            statuses.append(proc.wait(WITHIN))
+            closed.wait(WITHIN)
+            os.fstat(proc._status)  # still this tree's pipe: nobody else closed it
+            proc.close()
+        except BaseException as error:  # noqa: BLE001 - the test reports it
+            errors.append(error)
+
+    thread = threading.Thread(target=case)
+    thread.start()
+    close_all()
+    closed.set()
+    thread.join(WITHIN)
+    assert not thread.is_alive() and errors == [] and statuses == [-signal.SIGKILL]
+    assert gone(tag) == []
 
 
 def test_a_process_moved_out_of_the_cgroup_is_still_killed(tmp_path: Path, tag: str) -> None:

@@ -13,6 +13,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,9 +36,13 @@ class TreeError(Exception):
 
 
 def close_all() -> None:
-    """Kill every open contained tree (on interrupt of the lab)."""
+    """Kill every open contained tree (on interrupt of the lab).  Safe from any
+    thread: it only asks each supervisor to kill and waits for it to exit; the
+    case thread that owns a tree still reads its last reports and closes its
+    pipes (closing them from here raced that thread's reads: EBADF, or a read of
+    whatever file reused the number)."""
     for proc in list(_OPEN):
-        proc.close()
+        proc.stop()
 
 
 @dataclass(eq=False)
@@ -55,6 +60,8 @@ class ContainedProcess:
     problems: list[str] = field(default_factory=list)  # the supervisor's "error" lines
     namespace_init: int = 0  # the init of the tree's own PID namespace, 0 if none
     networked: bool = False  # the tree has a network namespace of its own (loopback only)
+    _pipes_lock: threading.Lock = field(default_factory=threading.Lock)  # writes vs close
+    _pipes_closed: bool = False
 
     @property
     def namespaced(self) -> bool:
@@ -260,14 +267,26 @@ class ContainedProcess:
         finally:
             if self.supervisor.returncode is None:  # it failed: the lab cleans up itself
                 self._kill_from_lab()
-            for fd in (self._control, self._status):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            with self._pipes_lock:
+                self._pipes_closed = True
+                for fd in (self._control, self._status):
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
             _OPEN.discard(self)
 
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask the supervisor to kill the whole tree and wait for it to exit,
+        without reading its reports (another thread may be reading them)."""
+        self._command(b"T")
+        try:
+            self.supervisor.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._kill_from_lab()
+
     def _command(self, byte: bytes) -> None:
-        with contextlib.suppress(BrokenPipeError):  # the supervisor already exited
-            os.write(self._control, byte)
+        with self._pipes_lock, contextlib.suppress(BrokenPipeError):  # it already exited
+            if not self._pipes_closed:
+                os.write(self._control, byte)
 
     def _kill_from_lab(self) -> None:
         """The fallback when the supervisor fails: freeze and kill its tree from

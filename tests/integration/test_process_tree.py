@@ -271,7 +271,7 @@ def test_close_all_from_another_thread_leaves_the_case_thread_its_pipes(
             closed.wait(WITHIN)
             os.fstat(proc._status)  # still this tree's pipe: nobody else closed it
             proc.close()
-        except BaseException as error:  # noqa: BLE001 - the test reports it
+        except BaseException as error:  # the test reports it
             errors.append(error)
 
     thread = threading.Thread(target=case)

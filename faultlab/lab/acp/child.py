@@ -23,6 +23,7 @@ from acp.connection import StreamDirection, StreamEvent
 
 from faultlab.lab.acp.fork import AcpForkServer
 from faultlab.lab.process.forkserver import ForkedProcess
+from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.spawn import ChildExit, ChildHung, signal_group, trimmed_environment
 from faultlab.probe import ENV_ARM, ENV_FDS
 
@@ -63,7 +64,7 @@ class AcpChild:
     stderr_path: Path
     armed: str | None = None
     cwd: str | None = None
-    trace: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[ProbeReport] = field(default_factory=list)
     # ("out" | "in", raw JSON-RPC message) in the order they crossed the pipe
     messages: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     conn: Any = None

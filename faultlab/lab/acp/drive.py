@@ -16,7 +16,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -259,7 +259,7 @@ class Recovered:
     final: LogView
     status: ChildExit
     violations: tuple[Violation, ...]
-    trace: tuple[dict[str, Any], ...]
+    trace: tuple[Mapping[str, Any], ...]
 
 
 # A case's verdict, violations and artifacts (paths by name).

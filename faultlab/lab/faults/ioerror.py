@@ -12,7 +12,7 @@
 # bytes durable again, and a flush that claims them is a failed checkpoint.
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,6 +21,7 @@ from faultlab.lab.faults.sigkill import Act, ExtraChecks
 from faultlab.lab.oracle.checks import Observation, check_crash_durability
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.live import check_fail_closed
+from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.spawn import Child, ChildExit
 from faultlab.lab.read.view import LogView
 
@@ -52,7 +53,7 @@ IO_FAULTS: dict[str, IoFault] = {
 _ATTEMPTS = {"write": ("flush", "write"), "sync": ("flush", "fsync", "fsync-failed")}
 
 
-def flush_follows(trace: Sequence[dict[str, Any]], index: int, fault: str) -> bool:
+def flush_follows(trace: Sequence[ProbeReport], index: int, fault: str) -> bool:
     """Whether the reference run attempts a flush after ``trace[index]``: the
     armed failure needs one to hit.  A target that reports none of these facts
     at all keeps every case (it then fails FAULT_NOT_INJECTED, never a pass)."""
@@ -88,7 +89,7 @@ def check_io_error(fault: str) -> ExtraChecks:
     return check
 
 
-def with_failed_fsync(trace: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+def with_failed_fsync(trace: tuple[Mapping[str, Any], ...]) -> tuple[Mapping[str, Any], ...]:
     """The trace with the failed fsync the lab armed, when the target did not
     report it: the lab knows the first fsync after the park failed, so it
     happened before the first fsync, flush or truncate fact that follows."""
@@ -109,8 +110,8 @@ def with_failed_fsync(trace: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any]
 
 
 def _trusted_flushes(
-    trace: tuple[dict[str, Any], ...],
-) -> tuple[list[Violation], tuple[dict[str, Any], ...]]:
+    trace: tuple[Mapping[str, Any], ...],
+) -> tuple[list[Violation], tuple[Mapping[str, Any], ...]]:
     """Flushes reported ok whose bytes a failed fsync left possibly lost, and
     the trace with each of them turned into the failed flush it really was."""
     found: list[Violation] = []
@@ -140,7 +141,7 @@ def _trusted_flushes(
     return found, tuple(corrected)
 
 
-def _durable_after_run(obs: Observation, trace: tuple[dict[str, Any], ...]) -> list[Violation]:
+def _durable_after_run(obs: Observation, trace: tuple[Mapping[str, Any], ...]) -> list[Violation]:
     """G1, G2, G4 if power is lost right after the faulted child exits: what
     it acted on or claimed durable must be in the log cut back to the bytes
     the power-loss rules call durable.  Needs write facts (the fact path)."""

@@ -22,7 +22,6 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.ioerror import IO_FAULTS, check_io_error, flush_follows, inject
@@ -31,6 +30,7 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import event_key
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.live import check_aborted, check_graceful_close
+from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.reference import (
     LabOptions,
     Reference,
@@ -129,7 +129,7 @@ def run_cancel_case(case: Case, reference: Reference, options: LabOptions) -> Ca
     return run_case(case, reference, options, act=act, checks=check_aborted(message["callId"]))
 
 
-def _occurrence(reference: Reference, occurrence: str) -> dict[str, Any]:
+def _occurrence(reference: Reference, occurrence: str) -> ProbeReport:
     name, _, n = occurrence.partition("#")
     return next(m for m in reference.boundaries
                 if m["boundary"] == name and m["n"] == int(n))  # fmt: skip

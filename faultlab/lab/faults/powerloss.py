@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,7 @@ def plan_power_cases(reference: Reference, fault: str) -> list[Case]:
     return [Case(reference.scenario_path, occurrence, fault) for occurrence in occurrences]
 
 
-def _ledger_at(reference: Reference, prefix: Sequence[dict[str, Any]]) -> list[LedgerRecord]:
+def _ledger_at(reference: Reference, prefix: Sequence[Mapping[str, Any]]) -> list[LedgerRecord]:
     """The world ledger at the crash point (the world does not lose power): the
     reference's records whose ``tool/effect`` was reached before it."""
     applied: dict[str, int] = {}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -102,7 +102,7 @@ class CrashState:
 
     label: str
     log: bytes | None
-    trace: tuple[dict[str, Any], ...]
+    trace: tuple[Mapping[str, Any], ...]
     synced: int = 0
     written: int = 0
     backend: str = "jsonl"
@@ -130,12 +130,12 @@ FILE_FACTS = frozenset(
 )
 
 
-def file_trace(reference: Reference) -> tuple[dict[str, Any], ...]:
+def file_trace(reference: Reference) -> tuple[Mapping[str, Any], ...]:
     """The trace power-loss states are derived from: the probe trace with, under
     the syscall ground truth, its file facts replaced by the system's."""
     if reference.ground_truth != "syscalls":
         return reference.trace
-    merged: list[dict[str, Any]] = []
+    merged: list[Mapping[str, Any]] = []
     facts = list(reference.syscalls)
     at = 0
     for index, message in enumerate(reference.trace):
@@ -163,7 +163,7 @@ def _same_dir(path: str, directory: str) -> bool:
     return os.path.normpath(os.path.dirname(path)) == os.path.normpath(directory)
 
 
-def file_states(trace: Iterable[dict[str, Any]]) -> dict[str, FileState]:
+def file_states(trace: Iterable[Mapping[str, Any]]) -> dict[str, FileState]:
     """Every file the trace's facts name, as it stands after the last message.
 
     A file first named by a fact other than ``create`` existed before the run:
@@ -234,7 +234,7 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def unsupported(trace: Sequence[dict[str, Any]]) -> str | None:
+def unsupported(trace: Sequence[Mapping[str, Any]]) -> str | None:
     """Why the trace cannot give power-loss states (``None``: it can)."""
     if not any(m.get("fact") == "write" for m in trace):
         return "the target reports no write facts, so the lab cannot tell unsynced bytes"
@@ -243,7 +243,9 @@ def unsupported(trace: Sequence[dict[str, Any]]) -> str | None:
     return None
 
 
-def crash_prefix(trace: Sequence[dict[str, Any]], occurrence: str) -> tuple[dict[str, Any], ...]:
+def crash_prefix(
+    trace: Sequence[Mapping[str, Any]], occurrence: str
+) -> tuple[Mapping[str, Any], ...]:
     name, _, number = occurrence.partition("#")
     if name != WRITTEN:
         raise LabUsageError(f"{occurrence}: power-loss states are cut at {WRITTEN}#n only")
@@ -256,7 +258,7 @@ def crash_prefix(trace: Sequence[dict[str, Any]], occurrence: str) -> tuple[dict
     raise LabUsageError(f"the fault-free run never reached {WRITTEN}#{n}")
 
 
-def _log_path(prefix: Sequence[dict[str, Any]]) -> str:
+def _log_path(prefix: Sequence[Mapping[str, Any]]) -> str:
     file = prefix[-1].get("file")
     if isinstance(file, str):
         return file
@@ -267,7 +269,7 @@ def _log_path(prefix: Sequence[dict[str, Any]]) -> str:
 
 
 def states_at(
-    prefix: Sequence[dict[str, Any]], final: bytes, fault: str, log_path: str | None = None
+    prefix: Sequence[Mapping[str, Any]], final: bytes, fault: str, log_path: str | None = None
 ) -> list[CrashState]:
     """The crash states of the log at the end of ``prefix`` (a trace cut just
     after a ``flush/written``), given bytes of which every content the log

@@ -9,7 +9,7 @@ import contextlib
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.checks import Observation, check_case
 from faultlab.lab.oracle.claims import cut_files_of
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.reference import (
     LabOptions,
     Reference,
@@ -53,7 +54,7 @@ class CrashPhase:
     `where/trace.jsonl`), the exit status when the fault let it run on, and
     the case's verdict already when it hung or drifted from the reference."""
 
-    trace: tuple[dict[str, Any], ...]
+    trace: tuple[ProbeReport, ...]
     status: ChildExit | None
     failure: tuple[Verdict, list[Violation], str] | None
     # With `let_go`: the crash child, SIGKILLed and let go before it was
@@ -194,7 +195,7 @@ def _settle_quietly(unsettled: list[tuple[str, Child]], timeout: float) -> None:
 
 def recover(
     case: Case, reference: Reference, options: LabOptions, *, where: Path,
-    trace: tuple[dict[str, Any], ...], crashed: LogView, crashed_bytes: bytes,
+    trace: tuple[Mapping[str, Any], ...], crashed: LogView, crashed_bytes: bytes,
     artifacts: dict[str, str], diverged: bool = False,
     unsettled: list[tuple[str, Child]] | None = None, after: int | None = None,
 ) -> Observation:  # fmt: skip

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,7 @@ def _apply(content: bytearray, op: _Op) -> None:
     content[op.offset : op.offset + len(op.data)] = op.data
 
 
-def replay(facts: Sequence[dict[str, Any]], data: Sequence[bytes]) -> Replayed:
+def replay(facts: Sequence[Mapping[str, Any]], data: Sequence[bytes]) -> Replayed:
     """Replay the file facts (strace's, with ``w`` indexing ``data``) in order.
     A file first named by a write existed before the run with unknown bytes:
     the trace cannot rebuild it (UnsupportedTrace)."""
@@ -150,13 +150,13 @@ def replay(facts: Sequence[dict[str, Any]], data: Sequence[bytes]) -> Replayed:
 
 
 def crash_window(
-    trace: Sequence[dict[str, Any]], occurrence: str
-) -> tuple[tuple[dict[str, Any], ...], list[dict[str, Any]]]:
+    trace: Sequence[Mapping[str, Any]], occurrence: str
+) -> tuple[tuple[Mapping[str, Any], ...], list[Mapping[str, Any]]]:
     """The oracle's trace up to ``occurrence`` (parked), and the strace facts
     that follow it up to the next fsync or probe report (the commit's writes)."""
     prefix = crash_prefix(trace, occurrence)
     after = list(trace[len(prefix) :])
-    window: list[dict[str, Any]] = []
+    window: list[Mapping[str, Any]] = []
     for message in after:
         if message.get("via") != "strace" or message.get("fact") in _SYNCS:
             break
@@ -184,7 +184,7 @@ def _cuts(pending: Sequence[_Op]) -> list[tuple[str, int, int | None]]:
 
 
 def _state(
-    label: str, files: dict[str, bytes], root: str, db: str, trace: tuple[dict[str, Any], ...]
+    label: str, files: dict[str, bytes], root: str, db: str, trace: tuple[Mapping[str, Any], ...]
 ) -> CrashState:
     kept = [(os.path.relpath(path, root), content) for path, content in sorted(files.items())]
     log: bytes | None = None

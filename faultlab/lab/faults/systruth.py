@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from faultlab.lab.faults.powerstates import FILE_FACTS, file_states
@@ -36,7 +36,7 @@ def _violation(code: str, index: int, message: str, **evidence: Any) -> tuple[in
 
 
 def _check_one(
-    index: int, message: dict[str, Any], facts: Sequence[dict[str, Any]]
+    index: int, message: Mapping[str, Any], facts: Sequence[dict[str, Any]]
 ) -> list[tuple[int, Violation]]:
     """One reported file fact against the system calls made between the
     report before it and the report after it (a target may report a call

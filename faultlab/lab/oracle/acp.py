@@ -140,7 +140,7 @@ def _jsonable(item: Any) -> Any:
 
 
 def check_guidance(
-    crashed: LogView, repaired: LogView, trace: Sequence[dict[str, Any]]
+    crashed: LogView, repaired: LogView, trace: Sequence[Mapping[str, Any]]
 ) -> list[Violation]:
     """GUIDANCE_NOT_DELIVERED: every TOOL_OUTCOME_UNKNOWN result repair wrote
     reaches the model, code and text as logged, in the first request after it."""
@@ -180,7 +180,7 @@ def check_guidance(
 
 def check_cancel(
     *, shown: Sequence[dict[str, Any]], stop_reason: str | None, log: LogView,
-    tools: Mapping[str, ToolSpec], trace: Sequence[dict[str, Any]],
+    tools: Mapping[str, ToolSpec], trace: Sequence[Mapping[str, Any]],
 ) -> list[Violation]:  # fmt: skip
     """CANCEL_NOT_PERSISTED (and DISPATCH_AFTER_CANCEL) after session/cancel."""
     found: list[Violation] = []

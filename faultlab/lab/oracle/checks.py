@@ -6,7 +6,7 @@
 # shared the runtime's code would share its bugs.
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -35,7 +35,7 @@ class Observation:
     case: Case
     reference_log: LogView
     reference_ledger: tuple[LedgerRecord, ...]
-    trace: tuple[dict[str, Any], ...]
+    trace: tuple[Mapping[str, Any], ...]
     crashed: LogView
     repaired: LogView
     repair_status: ChildExit
@@ -61,7 +61,7 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _passed(trace: Sequence[dict[str, Any]], boundary: str) -> list[dict[str, Any]]:
+def _passed(trace: Sequence[Mapping[str, Any]], boundary: str) -> list[Mapping[str, Any]]:
     # Occurrences the child went past: the parked one never ran on.
     return [m for m in trace if m.get("boundary") == boundary and not m.get("parked")]
 
@@ -140,7 +140,7 @@ def check_durability(obs: Observation) -> list[Violation]:
 
 
 def check_crash_durability(
-    trace: Sequence[dict[str, Any]], crashed: LogView, reference_log: LogView
+    trace: Sequence[Mapping[str, Any]], crashed: LogView, reference_log: LogView
 ) -> list[Violation]:
     """G1, G2, G4 from a trace and a crashed log alone (no process needed: also
     used for power-loss states)."""

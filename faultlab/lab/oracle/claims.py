@@ -25,13 +25,13 @@ __all__ = [
 ]
 
 
-def _passed(trace: Sequence[dict[str, Any]], boundary: str) -> list[dict[str, Any]]:
+def _passed(trace: Sequence[Mapping[str, Any]], boundary: str) -> list[Mapping[str, Any]]:
     # Occurrences the child went past: the parked one never ran on.
     return [m for m in trace if m.get("boundary") == boundary and not m.get("parked")]
 
 
 def closed_turns_lost(
-    trace: Sequence[dict[str, Any]], events: Sequence[LogEvent]
+    trace: Sequence[Mapping[str, Any]], events: Sequence[LogEvent]
 ) -> list[Violation]:
     """G4 for the turn-end checkpoint: a `turn/durable` the child went past
     claims its turn's `turn/end` is durable, flush facts or not."""
@@ -52,7 +52,7 @@ def closed_turns_lost(
 
 
 def settled_steps_lost(
-    trace: Sequence[dict[str, Any]], events: Sequence[LogEvent]
+    trace: Sequence[Mapping[str, Any]], events: Sequence[LogEvent]
 ) -> list[Violation]:
     """G4 for the post-step checkpoint: every `step/durable` the child went past
     (not the parked one) needs its `step/end` (same `turn` and `step`) in the

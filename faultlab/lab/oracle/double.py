@@ -8,7 +8,7 @@
 # ledger after both recoveries (no effect applied twice across them).
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,7 +35,7 @@ class FirstCrash:
     came inside that repair (a session/load cut short): what the first crash
     left unanswered is then judged in the second repair."""
 
-    trace: tuple[dict[str, Any], ...]
+    trace: tuple[Mapping[str, Any], ...]
     crashed: LogView
     repaired: LogView | None
     repair_status: ChildExit

@@ -8,7 +8,7 @@
 #                       (sigterm; the ACP drive's cancel too)
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from faultlab.lab.oracle.checks import Observation
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-def _passed_after(trace: tuple[dict[str, Any], ...], start: int) -> list[dict[str, Any]]:
+def _passed_after(trace: tuple[Mapping[str, Any], ...], start: int) -> list[Mapping[str, Any]]:
     return [m for m in trace[start:] if "boundary" in m]
 
 
@@ -71,7 +71,7 @@ def check_fail_closed(obs: Observation, status: ChildExit | None) -> list[Violat
     return found
 
 
-def request_after_post_step(trace: tuple[dict[str, Any], ...]) -> list[Violation]:
+def request_after_post_step(trace: tuple[Mapping[str, Any], ...]) -> list[Violation]:
     """G9 for the post-step checkpoint: parked at `step/logged`, the next flush
     is the step's checkpoint; once it fails, no request of the same turn may
     reach the model, even after a later flush succeeds (the turn must stop)."""

@@ -1,14 +1,23 @@
 # What a child sends and leaves, checked and bounded: one decoded probe
 # report is checked against the protocol (`report_problem`), a report line has
 # a length bound (`MAX_REPORT_LINE`), and a child's output file is cut to its
-# head and tail (`bound_output`).  The child itself is faultlab/lab/process/spawn.py.
+# head and tail (`bound_output`).  `ProbeReport` is the shape a checked report
+# has wherever a trace is read.  The child itself is faultlab/lab/process/spawn.py.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, TypedDict
 
 from faultlab.probe import BOUNDARIES
 
-__all__ = ["MAX_REPORT_LINE", "OUTPUT_HEAD", "OUTPUT_TAIL", "bound_output", "report_problem"]
+__all__ = [
+    "MAX_REPORT_LINE",
+    "OUTPUT_HEAD",
+    "OUTPUT_TAIL",
+    "ProbeReport",
+    "bound_output",
+    "report_problem",
+]
 
 # A probe report is one short JSON line; a longer one is refused (and the
 # buffer dropped) so a target cannot grow the lab's memory without bound.
@@ -17,6 +26,50 @@ MAX_REPORT_LINE = 1 << 20
 # with a note of what was dropped between them (docs/cli.md "Limits").
 OUTPUT_HEAD = 64 << 10
 OUTPUT_TAIL = 64 << 10
+
+
+class ProbeReport(TypedDict, total=False):
+    """One report of a trace (docs/probe-protocol.md section 3): a boundary
+    (`boundary` and `n`, checked by `report_problem`) or a fact (`fact`), with
+    the facts section 6 and 3.2 give it.  Only `boundary`+`n` or `fact` are
+    always there; a target may add keys this type does not name (they are kept:
+    DRIFT compares them).  The black-box and app drives' gate records take this
+    shape too (`servers.records.as_trace`)."""
+
+    boundary: str  # a boundary report: its name ...
+    n: int  # ... and its occurrence in this process (the gate: in this case)
+    parked: bool  # only on the armed occurrence
+    fact: str  # a fact report: its name (not a kill point)
+    # The boundaries' facts (section 6).
+    turn: int
+    step: int
+    reason: str
+    requestId: str
+    digest: str
+    messageCount: int
+    index: int
+    seq: int
+    callId: str
+    callIds: list[str]
+    parentCallId: str | None
+    tool: str
+    applied: bool
+    isError: bool
+    first: int
+    last: int
+    count: int
+    # The file facts (section 3.2) and `flush/written`.
+    file: str
+    dir: str
+    size: int
+    offset: int
+    bytes: int
+    keptIn: str
+    ok: bool
+    error: str
+    toolErrors: list[Any]
+    sessionId: str
+    source: str
 
 
 def report_problem(message: object) -> str | None:

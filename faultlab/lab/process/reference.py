@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import orjson
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.process.forkserver import ForkServer, shared_server
+from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.records import LedgerRecord, ledger_record
 from faultlab.lab.process.spawn import Child, ChildExit, ChildHung
 from faultlab.lab.process.syscalls import (
@@ -116,7 +118,7 @@ class Reference:
 
     scenario: Scenario
     scenario_path: str
-    trace: tuple[dict[str, Any], ...]
+    trace: tuple[ProbeReport, ...]
     log: LogView
     ledger: tuple[LedgerRecord, ...]
     returncode: int
@@ -137,7 +139,7 @@ class Reference:
     bad_reports: tuple[str, ...] = ()
 
     @property
-    def boundaries(self) -> list[dict[str, Any]]:
+    def boundaries(self) -> list[ProbeReport]:
         return [m for m in self.trace if "boundary" in m]
 
     @property
@@ -327,14 +329,14 @@ def _syscall_facts(
     return parsed.facts, parsed.data, ""
 
 
-def normalized(message: dict[str, Any]) -> dict[str, Any]:
+def normalized(message: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in message.items() if k not in _VOLATILE}
 
 
 _FLUSH = "flush/written"
 
 
-def _lane(message: dict[str, Any]) -> str:
+def _lane(message: Mapping[str, Any]) -> str:
     # A top-level call's own boundaries (nested calls run inside their parent's
     # body), every flush, and everything else.
     if message["boundary"] == _FLUSH:
@@ -343,7 +345,7 @@ def _lane(message: dict[str, Any]) -> str:
     return f"call {call}" if call is not None else "run"
 
 
-def drift(trace: list[dict[str, Any]], reference: Reference) -> str | None:
+def drift(trace: Sequence[ProbeReport], reference: Reference) -> str | None:
     """How the crash run's boundaries left the reference's way, or None.
     Compared in order within lanes: each top-level call's boundaries, the
     flushes, and all other boundaries.  How the lanes interleave may differ:
@@ -353,7 +355,7 @@ def drift(trace: list[dict[str, Any]], reference: Reference) -> str | None:
     finish can move past another call's; the log is still recorded in model
     order.  Any other difference (another call id, seq, digest, a boundary
     the reference never reached) is drift."""
-    expected: dict[str, list[dict[str, Any]]] = {}
+    expected: dict[str, list[ProbeReport]] = {}
     for message in reference.boundaries:
         expected.setdefault(_lane(message), []).append(message)
     seen: dict[str, int] = {}
@@ -375,6 +377,6 @@ def drift(trace: list[dict[str, Any]], reference: Reference) -> str | None:
     return None
 
 
-def write_trace(path: Path, trace: list[dict[str, Any]]) -> None:
+def write_trace(path: Path, trace: Sequence[Mapping[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in trace))

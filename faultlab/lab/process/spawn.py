@@ -47,6 +47,7 @@ from faultlab.lab.process.probereport import (
     MAX_REPORT_LINE,
     OUTPUT_HEAD,
     OUTPUT_TAIL,
+    ProbeReport,
     bound_output,
     report_problem,
 )
@@ -85,8 +86,8 @@ class Child:
     armed: str | None = None
     env: Mapping[str, str] | None = None
     cwd: str | None = None
-    trace: list[dict[str, Any]] = field(default_factory=list)
-    parked: dict[str, Any] | None = None
+    trace: list[ProbeReport] = field(default_factory=list)
+    parked: ProbeReport | None = None
     stragglers: list[str] = field(default_factory=list)
     # The exec'd command wraps the target (strace -f): its one child is the target.
     wrapper: bool = False
@@ -169,7 +170,7 @@ class Child:
         assert self._proc is not None
         return self._proc.pid
 
-    def run_until_parked_or_exit(self, timeout: float) -> dict[str, Any] | None:
+    def run_until_parked_or_exit(self, timeout: float) -> ProbeReport | None:
         """Read the trace until the child parks (return its message) or exits (None)."""
         deadline = time.monotonic() + timeout
         assert self._poll is not None
@@ -230,9 +231,10 @@ class Child:
             if problem is not None:
                 self._bad(problem)
                 continue
-            self.trace.append(message)
-            if isinstance(message, dict) and message.get("parked"):
-                self.parked = message
+            report: ProbeReport = message  # report_problem checked its shape
+            self.trace.append(report)
+            if report.get("parked"):
+                self.parked = report
                 found = True
         return found
 

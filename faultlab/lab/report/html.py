@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +222,7 @@ def _durable(where: Path) -> int | None:
     return None
 
 
-def _timeline(trace: list[dict[str, Any]], fault: str, durable: int | None) -> str:
+def _timeline(trace: Sequence[Mapping[str, Any]], fault: str, durable: int | None) -> str:
     """The crash run as the probe reported it: boundaries (durable ones
     tagged) and file facts in order, the kill point marked with what was
     durable at that moment."""

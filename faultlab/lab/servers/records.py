@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypedDict, cast
 
+from faultlab.lab.process.probereport import ProbeReport
+
 __all__ = ["GateRecord", "as_trace", "boundary_record", "fact_record"]
 
 
@@ -79,7 +81,8 @@ def fact_record(fact: str, t: float, detail: dict[str, Any]) -> GateRecord:
     return cast(GateRecord, {"fact": fact, "t": t, **detail})
 
 
-def as_trace(records: Iterable[GateRecord]) -> tuple[dict[str, Any], ...]:
+def as_trace(records: Iterable[GateRecord]) -> tuple[ProbeReport, ...]:
     """The records as a `Reference.trace` holds them (the planner reads the
-    boundaries' `boundary` and `n` there, as it does a probe trace's)."""
-    return cast("tuple[dict[str, Any], ...]", tuple(records))
+    boundaries' `boundary` and `n` there, as it does a probe trace's; the two
+    types share those keys)."""
+    return cast("tuple[ProbeReport, ...]", tuple(records))

@@ -36,6 +36,7 @@ def variant(name: str) -> list[str]:
 
 
 NO_FACTS = [sys.executable, str(ROOT / "tests" / "integration" / "targets" / "no_file_facts.py")]
+MMAP = [sys.executable, str(ROOT / "tests" / "integration" / "targets" / "mmap_notes.py")]
 
 
 def traced(
@@ -177,3 +178,19 @@ def test_a_strace_that_cannot_trace_here_falls_back_instead_of_failing(
     assert "Operation not permitted" in reference.ground_truth_note
     with pytest.raises(lab.LabUsageError, match="Operation not permitted"):
         traced(CHAT, tmp_path / "x", truth="syscalls")
+
+
+def test_file_io_the_trace_cannot_show_is_trace_unsupported_never_a_violation(
+    tmp_path: Path,
+) -> None:
+    # A shared writable mmap of a session file: the model names it, and the
+    # power cases say TRACE_UNSUPPORTED instead of judging a gap.
+    reference, options = traced(PAYMENT, tmp_path, MMAP)
+    assert reference.trace_unsupported and "mmap" in reference.trace_unsupported[0]
+    assert reference.syscalls == () and reported_disagreements(reference) == []
+    for fault in POWER_FAULTS:
+        (case,) = plan_power_cases(reference, fault)
+        result = run_power_case(case, reference, options)
+        assert result.verdict == "error" and result.codes == ("TRACE_UNSUPPORTED",)
+        assert "notes.bin" in result.violations[0].message
+        assert "FAULTLAB_GROUND_TRUTH=facts" in result.violations[0].message

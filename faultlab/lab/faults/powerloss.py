@@ -132,7 +132,8 @@ def plan_power_cases(reference: Reference, fault: str) -> list[Case]:
     if fault not in POWER_FAULTS:
         raise LabUsageError(f"fault {fault!r} is not one of {', '.join(POWER_FAULTS)}")
     occurrences = [o for o in reference.occurrences if o.partition("#")[0] == WRITTEN]
-    if unsupported(file_trace(reference)) is not None or not occurrences:
+    untraceable = bool(reference.trace_unsupported)
+    if untraceable or unsupported(file_trace(reference)) is not None or not occurrences:
         occurrences = [f"{WRITTEN}#1"]
     return [Case(reference.scenario_path, occurrence, fault) for occurrence in occurrences]
 
@@ -173,6 +174,15 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
         return result(
             "error", [Violation("REFERENCE_FAILED", message, {"status": reference.returncode})]
         )
+    if reference.trace_unsupported:
+        calls = "; ".join(reference.trace_unsupported)
+        return result("error", [Violation(
+            "TRACE_UNSUPPORTED",
+            f"{case.fault} cannot be judged from this run's system calls, which did file I/O "
+            f"the lab cannot see into: {calls}. With FAULTLAB_GROUND_TRUTH=facts the target's "
+            "own file facts are judged instead",
+            {"fault": case.fault, "calls": list(reference.trace_unsupported)},
+        )])  # fmt: skip
     states: list[CrashState] = []
     reason = unsupported(file_trace(reference))
     if reason is None:

@@ -78,8 +78,9 @@ class Replayed:
 
 
 def _apply(content: bytearray, op: _Op) -> None:
-    if op.data is None:
+    if op.data is None:  # a truncate: shorter, or longer with zeros
         del content[op.offset :]
+        content.extend(bytes(op.offset - len(content)))
         return
     if len(content) < op.offset:
         content.extend(bytes(op.offset - len(content)))

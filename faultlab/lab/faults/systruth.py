@@ -125,8 +125,8 @@ def reported_disagreements(reference: Reference) -> list[tuple[int, Violation]]:
     """Every disagreement of the target's reported file facts with its system
     calls, with the index of the trace message it concerns (empty when the
     reference was not traced)."""
-    if reference.ground_truth != "syscalls":
-        return []
+    if reference.ground_truth != "syscalls" or reference.trace_unsupported:
+        return []  # nothing to check against (a trace the model cannot judge: TRACE_UNSUPPORTED)
     facts = list(reference.syscalls)
     found: list[tuple[int, Violation]] = []
     for index, message in enumerate(reference.trace):

@@ -122,6 +122,12 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     "DRIFT": ("lab", "the crash run did not reach its kill point the way the reference did"),
     "CHILD_HUNG": ("lab", "the target neither reached its kill point nor exited in time"),
     "REFERENCE_FAILED": ("lab", "the fault-free run of the scenario did not complete"),
+    "TRACE_UNSUPPORTED": (
+        "lab",
+        "the run did file I/O that its system-call trace cannot show (a shared writable mmap, "
+        "io_uring, a copy between files, ...): the case that needs that ground truth is not "
+        "judged",
+    ),
     "BAD_PROBE_REPORT": (
         "lab",
         "the target wrote a probe report that breaks the protocol (not JSON, not an object, "

@@ -132,6 +132,10 @@ class Reference:
     ground_truth: str = "facts"
     syscalls: tuple[dict[str, Any], ...] = ()
     ground_truth_note: str = ""
+    # The traced calls whose effect on a session file the file model cannot
+    # know (filemodel.py); when any, `syscalls` is empty and every case that
+    # needs the system's facts is TRACE_UNSUPPORTED, never judged.
+    trace_unsupported: tuple[str, ...] = ()
     # The bytes of each traced write (a `write` fact's `w` indexes them).
     written: tuple[bytes, ...] = ()
     # Reports that broke the probe protocol (spawn.report_problem); then
@@ -272,8 +276,11 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         status = ChildExit(-9, f"hung: {exc}")
     syscalls: tuple[dict[str, Any], ...] = ()
     written: tuple[bytes, ...] = ()
+    untraceable: tuple[str, ...] = ()
     if strace is not None:
-        syscalls, written, note = _syscall_facts(where / "strace.txt", session, child)
+        syscalls, written, untraceable, note = _syscall_facts(
+            where / "strace.txt", session, child
+        )
     _log, ledger_path = session_files(session)
     store = store_of(options, scenario)
     log_path = store.log_path(session)
@@ -293,6 +300,7 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         syscalls=syscalls,
         ground_truth_note=note,
         written=written,
+        trace_unsupported=untraceable,
         bad_reports=tuple(child.bad_reports),
     )
 
@@ -311,22 +319,24 @@ def owed_expectations(scenario: Scenario, policy: str | None) -> Scenario:
 
 def _syscall_facts(
     output: Path, session: Path, child: Child
-) -> tuple[tuple[dict[str, Any], ...], tuple[bytes, ...], str]:
-    """The traced run's file facts and written bytes, or () and why they
-    cannot be used."""
+) -> tuple[tuple[dict[str, Any], ...], tuple[bytes, ...], tuple[str, ...], str]:
+    """The traced run's file facts and written bytes, or () and either the
+    calls the file model cannot judge or why the trace cannot be used."""
     try:
         text = output.read_text("ascii", errors="replace")
     except OSError as exc:
-        return (), (), f"the system-call trace could not be read: {exc}"
+        return (), (), (), f"the system-call trace could not be read: {exc}"
     parsed = parse_strace(text, session, child.report_inode)
     if list(parsed.reports) != child.trace:
         # The reports in the stream are how facts are placed; without them
         # in full the placement would be a guess.
-        return (), (), (
+        return (), (), (), (
             f"the system-call trace shows {len(parsed.reports)} probe report(s), "
             f"the lab read {len(child.trace)}: the target's own file facts are used"
         )
-    return parsed.facts, parsed.data, ""
+    if parsed.unsupported:
+        return (), (), parsed.unsupported, ""
+    return parsed.facts, parsed.data, (), ""
 
 
 def normalized(message: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,8 @@ file I/O shape of another language's runtime, all of them correct.
   is still fsynced: O_DSYNC does not cover it);
 - `dup`: the log written and fsynced through descriptors duplicated from
   the one it was opened with (Java's FileChannel over a shared descriptor);
+- `pwrite`: the log opened without O_APPEND and written with `os.pwrite` at
+  the end the writer keeps itself (a positioned `FileChannel.write`);
 
 and one broken shape, which the oracle must catch:
 
@@ -40,7 +42,7 @@ if str(REPO) not in sys.path:
 
 from faultlab.runtime.backends import jsonl  # noqa: E402
 
-SHAPES = ("node", "threads", "vectored", "dsync", "dup", "node-nofsync")
+SHAPES = ("node", "threads", "vectored", "dsync", "dup", "pwrite", "node-nofsync")
 
 
 def _appending(fd: int) -> bool:
@@ -72,6 +74,7 @@ class ShapedOs:
         self.shape = shape
         self._after_write: set[int] = set()  # dsync: fds whose last change was a write
         self._dups: dict[int, int] = {}
+        self._ends: dict[int, int] = {}  # pwrite: fd -> where the next write goes
 
     def __getattr__(self, name: str) -> Any:
         return getattr(os, name)
@@ -79,6 +82,10 @@ class ShapedOs:
     def open(self, path: Any, flags: int, mode: int = 0o777) -> int:
         if self.shape == "dsync" and flags & os.O_APPEND:
             flags |= os.O_DSYNC
+        if self.shape == "pwrite" and flags & os.O_APPEND:
+            fd = os.open(path, flags & ~os.O_APPEND, mode)
+            self._ends[fd] = os.fstat(fd).st_size
+            return fd
         return os.open(path, flags, mode)
 
     def _via(self, fd: int) -> int:
@@ -94,6 +101,10 @@ class ShapedOs:
             return os.pwrite(fd, data, 0)
         if self.shape == "threads":
             return int(_on_a_thread(os.write, fd, data))
+        if fd in self._ends:
+            written = os.pwrite(fd, data, self._ends[fd])
+            self._ends[fd] += written
+            return written
         if self.shape == "vectored" and len(data) > 1:
             half = len(data) // 2
             return os.writev(fd, [data[:half], data[half:]])
@@ -113,6 +124,8 @@ class ShapedOs:
 
     def ftruncate(self, fd: int, size: int) -> None:
         self._after_write.discard(fd)
+        if fd in self._ends:
+            self._ends[fd] = size
         if self.shape == "threads":
             _on_a_thread(os.ftruncate, fd, size)
         else:
@@ -120,6 +133,7 @@ class ShapedOs:
 
     def close(self, fd: int) -> None:
         self._after_write.discard(fd)
+        self._ends.pop(fd, None)
         dup = self._dups.pop(fd, None)
         if dup is not None:
             os.close(dup)

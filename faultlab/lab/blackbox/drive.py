@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from faultlab.lab.agents.launch import AgentLauncher, CaseAgent, CaseWiring
-from faultlab.lab.errors import LabUsageError
+from faultlab.lab.errors import LabUsageError, check_timeout
 from faultlab.lab.oracle.blackbox import BlackboxObservation, check_blackbox
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.codes import Violation
@@ -58,8 +58,7 @@ class BlackboxOptions:
     repeats: int = 1
 
     def __post_init__(self) -> None:
-        if self.timeout <= 0:
-            raise LabUsageError(f"timeout must be positive, not {self.timeout}")
+        check_timeout(self.timeout)
         if self.repeats < 1:
             raise LabUsageError(f"repeats must be at least 1, not {self.repeats}")
         for delay in self.delays_ms:

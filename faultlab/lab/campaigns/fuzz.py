@@ -31,7 +31,7 @@ from faultlab.lab.campaigns.determinism import NONDETERMINISTIC, check_determini
 from faultlab.lab.campaigns.dryrun import DryRuns, GeneratedCase
 from faultlab.lab.campaigns.explore import Shard, run_one, tidy_passed
 from faultlab.lab.campaigns.targets import make_target
-from faultlab.lab.errors import LabUsageError
+from faultlab.lab.errors import LabUsageError, check_jobs, check_timeout
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions
@@ -88,8 +88,7 @@ class FuzzSettings:
         for fault in self.faults:
             if fault not in FAULTS:
                 raise LabUsageError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
-        if not isinstance(self.jobs, int) or self.jobs < 1:
-            raise LabUsageError(f"jobs must be at least 1, not {self.jobs!r}")
+        check_jobs(self.jobs)
         if not isinstance(self.stream_size, int) or self.stream_size < 1:
             raise LabUsageError(f"stream_size must be at least 1, not {self.stream_size!r}")
         if not self.policies or any(p not in POLICIES for p in self.policies):
@@ -401,8 +400,7 @@ def fuzz_campaign(
 ) -> FuzzResult:  # fmt: skip
     """A fuzz campaign on the reference runtime (or `target`), as `faultlab fuzz` runs it
     (`policies`: what generated scenarios are drawn with)."""
-    if timeout <= 0:
-        raise LabUsageError(f"timeout must be positive, not {timeout}")
+    timeout = check_timeout(timeout)
     fuzz_settings = FuzzSettings(
         examples=examples, seed=seed, faults=tuple(faults), jobs=jobs, shard=shard,
         check_determinism=check_determinism, stream_size=stream_size, database=database,

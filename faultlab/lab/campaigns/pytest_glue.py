@@ -19,7 +19,7 @@ import pytest
 from faultlab.lab.campaigns.api import run_single
 from faultlab.lab.campaigns.explore import COVERAGE, Shard, parse_shard, plan_cases, run_one
 from faultlab.lab.campaigns.targets import make_target, parse_faults
-from faultlab.lab.errors import LabUsageError
+from faultlab.lab.errors import LabUsageError, check_timeout
 from faultlab.lab.faults.table import Planning
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import explain
@@ -86,9 +86,7 @@ def _seconds(timeout: str) -> float:
         seconds = float(timeout)
     except ValueError:
         raise ValueError(f"timeout {timeout!r} is not a number of seconds") from None
-    if not seconds > 0:
-        raise ValueError(f"timeout must be positive, not {timeout}")
-    return seconds
+    return check_timeout(seconds)  # a LabUsageError is a ValueError
 
 
 def _agent_plugin_options(

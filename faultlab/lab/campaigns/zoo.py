@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from faultlab.lab.campaigns.targets import DRIVES
-from faultlab.lab.errors import LabUsageError
+from faultlab.lab.errors import LabUsageError, check_timeout
 from faultlab.lab.faults.double import DOUBLE_FAULT, parse_pair
 from faultlab.lab.oracle.codes import GUARANTEES
 from faultlab.lab.process.target import bundled_scenarios
@@ -238,7 +238,10 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         if not isinstance(twice, bool):
             inner.fail("check_determinism", f"must be true or false, not {twice!r}")
         quick.append(QuickCase(scenario, at, fault, twice))
-    timeout = fields.positive("timeout", 60.0)
+    try:
+        timeout = check_timeout(table.get("timeout", 60.0))
+    except LabUsageError as exc:
+        fields.fail("timeout", str(exc))
     explore = table.get("explore", True)
     if not isinstance(explore, bool):
         fields.fail("explore", f"must be true or false, not {explore!r}")
@@ -253,7 +256,7 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         scenarios=scenarios,
         faults=tuple(faults),
         quick=tuple(quick),
-        timeout=float(timeout or 60.0),
+        timeout=timeout,
         fuzz_examples=fuzz_examples,
         backend=backend,
         drive=drive,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from faultlab.lab.drives.protocol import Drive
-from faultlab.lab.errors import LabUsageError
+from faultlab.lab.errors import LabUsageError, check_timeout
 from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE
 
 __all__ = ["DRIVE_NAMES", "drive_accepts", "kill_everything", "make_drive"]
@@ -52,8 +52,7 @@ def make_drive(name: str, *, workdir: Path, timeout: float = 60.0, **options: An
     required = _REQUIRED.get(name)
     if required is not None and required not in given:
         raise LabUsageError(f"the {name} drive needs {_option(required)}")
-    if isinstance(timeout, bool) or not timeout > 0:
-        raise LabUsageError(f"timeout must be positive, not {timeout}")
+    timeout = check_timeout(timeout)
     max_double = given.pop("max_double", DEFAULT_MAX_DOUBLE)
     if isinstance(max_double, bool) or not isinstance(max_double, int) or max_double < 0:
         raise LabUsageError(f"max double cases must be >= 0 (0: all), not {max_double}")

@@ -55,8 +55,8 @@ def test_the_defaults_are_the_documented_delays_once_each(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(("fields", "problem"), [
-    ({"timeout": 0}, "timeout must be positive, not 0"),
-    ({"timeout": -1.5}, "timeout must be positive, not -1.5"),
+    ({"timeout": 0}, "timeout must be a number of seconds from 0.1 to 86400, not 0"),
+    ({"timeout": -1.5}, "timeout must be a number of seconds from 0.1 to 86400, not -1.5"),
     ({"repeats": 0}, "repeats must be at least 1, not 0"),
     ({"delays_ms": (0, 60_001)}, "model/request#1: delay must be 0 to 60000 ms, not 60001"),
     ({"delays_ms": (-1,)}, "model/request#1: delay must be 0 to 60000 ms, not -1"),

@@ -34,6 +34,7 @@ from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.checks import Observation, check_case
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.live import check_graceful_close
+from faultlab.lab.oracle.verdicts import drifted, hung
 from faultlab.lab.process.reference import (
     Reference,
     drift,
@@ -232,11 +233,11 @@ async def _reference(scenario_path: str, scenario: Scenario, options: AcpOptions
 
 async def start_armed(
     crash: AcpChild, reference: Reference, options: AcpOptions, where: Path
-) -> tuple[str, Violation | None]:
+) -> tuple[str, str | None]:
     """Open a new session on the started, armed `crash` child and prompt it
-    until it parks at its boundary: the session id, and a DRIFT violation if
-    it ended first or parked off the reference run's path.  Its probe trace
-    is written to WHERE/trace.jsonl."""
+    until it parks at its boundary: the session id, and how the run drifted
+    if it ended first or parked off the reference run's path.  Its probe
+    trace is written to WHERE/trace.jsonl."""
     await open_connection(crash, options.timeout)
     new = await crash.call(crash.conn.new_session(cwd=str(where)), options.timeout)
     with contextlib.suppress(Parked):
@@ -244,10 +245,8 @@ async def start_armed(
     write_trace(where / "trace.jsonl", crash.trace)
     if not crash.parked:
         await crash.close(options.timeout)
-        message = f"the ACP session ended without reaching {crash.armed}"
-        return new.session_id, Violation("DRIFT", message)
-    drifted = drift(crash.trace, reference)
-    return new.session_id, None if drifted is None else Violation("DRIFT", drifted)
+        return new.session_id, f"the ACP session ended without reaching {crash.armed}"
+    return new.session_id, drift(crash.trace, reference)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,12 +276,12 @@ def run_driven(case: Case, work: Coroutine[Any, Any, Outcome]) -> CaseResult:
     verdict: Verdict
     try:
         verdict, violations, artifacts = asyncio.run(work)
-    except ChildHung as hung:
-        verdict, violations, artifacts = "hung", [Violation("CHILD_HUNG", str(hung))], {}
+    except ChildHung as exc:
+        (verdict, violations), artifacts = hung(str(exc)), {}
     except (acp.RequestError, ConnectionError) as exc:
         # The agent refused a request or went away before the fault was injected.
         message = f"the armed ACP session failed before its kill point: {type(exc).__name__}: {exc}"
-        verdict, violations, artifacts = "drift", [Violation("DRIFT", message)], {}
+        (verdict, violations), artifacts = drifted(message), {}
     return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
 
 
@@ -294,11 +293,11 @@ async def _case(case: Case, reference: Reference, options: AcpOptions) -> Outcom
     extra: list[Violation] = []
     crash = options.child(case.scenario, sessions, where, "crash", armed=case.occurrence)
     async with crash:
-        session_id, drifted = await start_armed(crash, reference, options, where)
+        session_id, off_path = await start_armed(crash, reference, options, where)
         log_path, ledger_path = session_files(sessions, session_id)
         artifacts["trace"] = str(where / "trace.jsonl")
-        if drifted is not None:
-            return "drift", [drifted], artifacts
+        if off_path is not None:
+            return (*drifted(off_path), artifacts)
         status: ChildExit | None = None
         if case.fault == "sigkill":
             crash.kill()

@@ -26,6 +26,7 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.apps import AppObservation, check_app
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.verdicts import drifted, hang, hung
 from faultlab.lab.process.reference import Reference, read_ledger, slug
 from faultlab.lab.process.tree import ContainedProcess
 from faultlab.lab.read.histories import History
@@ -304,15 +305,14 @@ def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseR
                           artifacts)  # fmt: skip
     try:
         fail = case.occurrence if fault == "io-error" else None
-        status, killed, hung = rig.run("run", fail=fail, armed=fault == "sigkill")
+        status, killed, hung_run = rig.run("run", fail=fail, armed=fault == "sigkill")
         crash = rig.gate.snapshot()
         reached = fault == "io-error" and any(r.get("fact") == "app/ioerror" for r in crash)
-        if hung:
-            verdict, violations = "hung", [Violation("CHILD_HUNG", hung)]
+        if hung_run:
+            verdict, violations = hung(hung_run)
         elif not killed and not reached:
-            verdict, violations = "drift", [Violation(
-                "DRIFT", f"the app never reached {case.occurrence} (the fault-free run did); "
-                f"it exited {status}")]  # fmt: skip
+            verdict, violations = drifted(f"the app never reached {case.occurrence} (the "
+                                          f"fault-free run did); it exited {status}")  # fmt: skip
         else:
             at_kill = rig.persisted("at-kill")
             turns = [int(r["turn"]) for r in crash if r.get("fact") == "app/turn"]
@@ -329,7 +329,7 @@ def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseR
             )  # fmt: skip
             violations = check_app(observation)
             if r_hung:
-                violations.append(Violation("CHILD_HUNG", r_hung))
+                violations.append(hang(r_hung))
             verdict = "fail" if violations else "pass"
     finally:
         rig.close()
@@ -345,11 +345,11 @@ def _second_writer(case: Case, reference: Reference,
     chain, fails."""
     first = rig.start("run")
     if not rig.held(first):
-        status, _, hung = rig.finish(first)
-        if hung:
-            return "hung", [Violation("CHILD_HUNG", hung)]
-        return "drift", [Violation("DRIFT", f"the app never reached {case.occurrence} "
-                                            f"(the fault-free run did); it exited {status}")]
+        status, _, hung_run = rig.finish(first)
+        if hung_run:
+            return hung(hung_run)
+        return drifted(f"the app never reached {case.occurrence} (the fault-free run did); "
+                       f"it exited {status}")
     crash = rig.gate.snapshot()
     at_kill = rig.persisted("at-kill")
     turns = [int(r["turn"]) for r in crash if r.get("fact") == "app/turn"]
@@ -374,5 +374,5 @@ def _second_writer(case: Case, reference: Reference,
             "SEQ_FORK", f"the live writer exited {first_status} after a second writer "
             f"(which exited {second_status}) resumed its thread",
             {"status": first_status, "second": second_status}))  # fmt: skip
-    violations += [Violation("CHILD_HUNG", h) for h in (second_hung, first_hung) if h]
+    violations += [hang(h) for h in (second_hung, first_hung) if h]
     return ("fail" if violations else "pass"), violations

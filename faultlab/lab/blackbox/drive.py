@@ -22,6 +22,7 @@ from faultlab.lab.errors import LabUsageError, check_timeout
 from faultlab.lab.oracle.blackbox import BlackboxObservation, check_blackbox
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.verdicts import drifted, hang, hung
 from faultlab.lab.process.reference import Reference, read_ledger, slug
 from faultlab.lab.process.tree import ContainedProcess
 from faultlab.lab.read.view import LogView
@@ -260,12 +261,12 @@ def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions
     try:
         killed = _crash(rig, prompts, outcome, case.fault)
         if outcome.hung:
-            verdict, violations = "hung", [Violation("CHILD_HUNG", outcome.hung)]
+            verdict, violations = hung(outcome.hung)
         elif killed is None:
             ran = ", ".join(str(r.status) for r in outcome.runs)
             message = (f"the agent never reached {point.occurrence} (the fault-free run did); "
                        f"its runs exited {ran}")  # fmt: skip
-            verdict, violations = "drift", [Violation("DRIFT", message)]
+            verdict, violations = drifted(message)
         else:
             outcome.crash_records = len(rig.gate.snapshot())
             rig.gate.disarm()
@@ -278,7 +279,7 @@ def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions
             violations = _judge(rig, reference, outcome, resume)
             late = _hang(outcome)  # a recovery run that hung
             if late is not None:
-                violations.append(Violation("CHILD_HUNG", late))
+                violations.append(hang(late))
             verdict = "fail" if violations else "pass"
     finally:
         rig.close()

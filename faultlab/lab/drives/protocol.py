@@ -14,6 +14,7 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import check_coverage
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.verdicts import hung
 from faultlab.lab.process.reference import Reference
 from faultlab.scenario import Scenario
 
@@ -150,8 +151,8 @@ def reference_failed(case: Case, reference: Reference) -> CaseResult:
         evidence = {"problems": list(reference.bad_reports)}
         return CaseResult(case, "error", (Violation("BAD_PROBE_REPORT", message, evidence),))
     if reference.hung:
-        message = f"the fault-free run {reference.stderr}"
-        return CaseResult(case, "hung", (Violation("CHILD_HUNG", message),))
+        verdict, violations = hung(f"the fault-free run {reference.stderr}")
+        return CaseResult(case, verdict, tuple(violations))
     detail = reference.stderr.strip().splitlines()[-1:] or ["no output"]
     violation = Violation(
         "REFERENCE_FAILED",

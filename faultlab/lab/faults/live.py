@@ -30,6 +30,7 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import event_key
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.live import check_aborted, check_graceful_close
+from faultlab.lab.oracle.verdicts import drifted, hang, hung
 from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.reference import (
     LabOptions,
@@ -171,8 +172,8 @@ def run_crash_in_repair_case(case: Case, reference: Reference, options: LabOptio
                 killer.wait(options.timeout)
             run_to_exit(make_child(options, case.scenario, session, "repair", "again"),
                          options.timeout)  # fmt: skip
-        except ChildHung as hung:
-            violations.append(Violation("CHILD_HUNG", f"repair killed at {point}: {hung}"))
+        except ChildHung as exc:
+            violations.append(hang(f"repair killed at {point}: {exc}"))
             continue
         converged = store.view(session)
         if _normal(converged) != _normal(uninterrupted):
@@ -216,7 +217,8 @@ def run_second_writer_case(case: Case, reference: Reference, options: LabOptions
         with first:
             if first.run_until_parked_or_exit(options.timeout) is None:
                 first.wait(options.timeout)
-                return CaseResult(case, "drift", (Violation("DRIFT", "never parked"),))
+                verdict, violations = drifted("never parked")
+                return CaseResult(case, verdict, tuple(violations))
             before = store.take(session)
             lock = session / f"{store.log_name}.lock"  # docs/log-format.md 6.4
             held = _lock_state(lock)
@@ -246,9 +248,9 @@ def run_second_writer_case(case: Case, reference: Reference, options: LabOptions
             while first.run_until_parked_or_exit(options.timeout) is not None:
                 first.reply("continue")
             done = first.wait(options.timeout)
-    except ChildHung as hung:
-        return CaseResult(case, "hung", (Violation("CHILD_HUNG", str(hung)),),
-                          time.monotonic() - started)  # fmt: skip
+    except ChildHung as exc:
+        verdict, violations = hung(str(exc))
+        return CaseResult(case, verdict, tuple(violations), time.monotonic() - started)
     final = store.view(session)
     forked = [p for p in final.problems if p.code in ("SEQ_GAP", "SEQ_DUPLICATE")]
     if forked or _normal(final) != _normal(reference.log):

@@ -44,6 +44,7 @@ from faultlab.lab.oracle.checks import (
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.expected import after_repair, expected_repair
 from faultlab.lab.oracle.validity import check_history
+from faultlab.lab.oracle.verdicts import drifted, hung
 from faultlab.lab.process.records import LedgerRecord
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference, slug, write_trace
 from faultlab.lab.process.spawn import ChildHung
@@ -188,7 +189,7 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
     if reason is None:
         if case.occurrence not in reference.occurrences:
             message = f"the fault-free run never reached {case.occurrence}"
-            return result("drift", [Violation("DRIFT", message)], message)
+            return result(*drifted(message), message)
         try:
             states = crash_states(reference, case.occurrence, case.fault)
         except UnsupportedTrace as exc:
@@ -236,9 +237,9 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
 
     try:
         recovered = _recover(case, reference, options, chosen, where, artifacts)
-    except ChildHung as hung:
-        violation = Violation("CHILD_HUNG", f"recovery of {case.id} [{chosen.label}]: {hung}")
-        return result("hung", [violation, *offline, *check_state(chosen, reference)], detail)
+    except ChildHung as exc:
+        message = f"recovery of {case.id} [{chosen.label}]: {exc}"
+        return result(*hung(message, *offline, *check_state(chosen, reference)), detail)
     violations = [*_tagged(recovered, chosen.label), *offline]
     return result("fail" if violations else "pass", violations, detail)
 

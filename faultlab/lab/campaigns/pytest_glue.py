@@ -20,7 +20,7 @@ from faultlab.lab.campaigns.api import run_single
 from faultlab.lab.campaigns.explore import COVERAGE, Shard, parse_shard, plan_cases, run_one
 from faultlab.lab.campaigns.targets import make_target, parse_faults
 from faultlab.lab.errors import LabUsageError, check_timeout
-from faultlab.lab.faults.table import Planning
+from faultlab.lab.faults.fault import Planning
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference, slug
@@ -215,11 +215,8 @@ def plan_scenario(path: Path, options: PluginOptions) -> ScenarioRun:
 def _plan_agent_scenario(shown: str, scenario: Scenario, options: PluginOptions,
                          lab: LabOptions) -> ScenarioRun:  # fmt: skip
     from faultlab.lab.agents.launch import agent_launcher
-    from faultlab.lab.blackbox.drive import (
-        BlackboxOptions,
-        plan_blackbox_cases,
-        run_blackbox_reference,
-    )
+    from faultlab.lab.blackbox.drive import BlackboxOptions, run_blackbox_reference
+    from faultlab.lab.blackbox.faults import plan_blackbox_cases
     from faultlab.lab.servers.points import DEFAULT_DELAYS_MS
 
     assert options.agent is not None

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Self
 
-from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import check_coverage
 from faultlab.lab.oracle.codes import Violation
@@ -25,7 +24,6 @@ __all__ = [
     "SingleDrive",
     "calls_tools",
     "coverage_result",
-    "parse_fault_names",
     "reference_failed",
 ]
 
@@ -125,22 +123,6 @@ class SingleDrive:
 
     def case_fault(self, fault: str) -> str:
         return fault
-
-
-def parse_fault_names(
-    names: Sequence[str], *, supported: Sequence[str], all_faults: Sequence[str], drive: str
-) -> tuple[str, ...]:
-    """`all` is `all_faults`; any other name must be one of `supported`; the
-    result in `supported` order.  An empty list is a usage error."""
-    given = [name.strip() for name in names if name.strip()]
-    if not given:
-        raise LabUsageError("--faults: name at least one fault, or 'all'")
-    expanded = [n for name in given for n in (all_faults if name == "all" else (name,))]
-    for name in expanded:
-        if name not in supported:
-            raise LabUsageError(f"unknown fault {name!r} for the {drive} drive "
-                                f"(its faults: {', '.join(supported)})")  # fmt: skip
-    return tuple(f for f in supported if f in expanded)
 
 
 def reference_failed(case: Case, reference: Reference) -> CaseResult:

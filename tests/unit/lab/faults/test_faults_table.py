@@ -144,3 +144,16 @@ def test_which_drives_run_a_fault_is_read_off_the_tables() -> None:
     assert drives_running("frost") == ()
     with pytest.raises(LabUsageError, match="unknown drive 'tcp'"):
         drive_faults("tcp")
+
+
+def test_fuzz_and_the_library_read_fault_names_through_the_tables() -> None:
+    from faultlab import lab
+    from faultlab.lab.campaigns.fuzz import FuzzSettings
+
+    # The library keeps the order given (fuzz draws shrink towards the first).
+    assert lab.parse_faults("torn-write,sigkill,torn-write") == ("torn-write", "sigkill")
+    assert lab.parse_faults("all,double-sigkill", drive="acp")[-1] == "double-sigkill"
+    with pytest.raises(LabUsageError, match="unknown fault 'meteor' for the classic drive"):
+        FuzzSettings(faults=("sigkill", "meteor"))
+    with pytest.raises(LabUsageError, match="'double-sigkill' cannot be fuzzed"):
+        FuzzSettings(faults=("double-sigkill",))

@@ -62,7 +62,7 @@ def _timed(step: str, method: Callable[..., Any]) -> Callable[..., Any]:
 def _instrument() -> None:
     """Time the drive's two costly steps (benchmark only: the drive is not
     changed, its methods are wrapped)."""
-    rig = drive._Rig
+    rig = drive.AppRig
     rig.run = _timed("children", rig.run)  # type: ignore[method-assign]
     rig.persisted = _timed("reading", rig.persisted)  # type: ignore[method-assign]
 

@@ -1,10 +1,11 @@
 # The options several commands share, defined once so that their names,
 # defaults and help read the same everywhere (`docs/cli.md`), and the value
 # callbacks they need.  The commands use them as `@opt.policy`, `@opt.json`.
-# It is also the one place that checks the numbers of every option
-# (`Number`, `seconds`, `whole`): finite, within documented bounds (docs/cli.md,
-# "Limits"), or a one-line usage error (exit 2) -- never a nan, an inf or a
-# 1e308 that overflows deep inside the lab.
+# It is also the one place that reads the numbers of every option (`Number`,
+# `whole`): finite, within documented bounds (docs/cli.md, "Limits"), or a
+# one-line usage error (exit 2) -- never a nan, an inf or a 1e308 that
+# overflows deep inside the lab.  A timeout's range is the lab's own check
+# (`Timeout` calls `faultlab.lab.check_timeout`, as every entry point does).
 from __future__ import annotations
 
 import math
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_JOBS",
-    "MAX_TIMEOUT",
     "Number",
+    "Timeout",
     "agent",
     "backend",
     "check_agent_alone",
@@ -38,7 +39,6 @@ __all__ = [
     "whole",
 ]
 
-MAX_TIMEOUT = 86_400.0  # seconds: a day; no child needs more to reach a kill point
 MAX_JOBS = 256
 _WHOLE = re.compile(r"[+-]?[0-9]{1,19}")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -54,8 +54,16 @@ class Number(click.ParamType["float | int", object]):
 
     def convert(self, value: object, param: click.Parameter | None,
                 ctx: click.Context | None) -> float | int:  # fmt: skip
+        number = self.parse(value, param, ctx)
+        if not math.isfinite(number) or not self.low <= number <= self.high:
+            self.fail(f"{_shown(value)} is out of range{self._bounds()}", param, ctx)
+        return number
+
+    def parse(self, value: object, param: click.Parameter | None,
+              ctx: click.Context | None) -> float | int:  # fmt: skip
+        """The number written (its syntax checked, its range not)."""
         text = str(value).strip()
-        shown = text if len(text) <= 30 else text[:27] + "..."
+        shown = _shown(value)
         kind = "a whole number" if self.whole else "a number"
         if self.whole and isinstance(value, int) and not isinstance(value, bool):
             number: float | int = value
@@ -67,8 +75,6 @@ class Number(click.ParamType["float | int", object]):
             self.fail(f"{shown!r} is not a finite number{self._bounds()}", param, ctx)
         else:
             self.fail(f"{shown!r} is not {kind}{self._bounds()}", param, ctx)
-        if not math.isfinite(number) or not self.low <= number <= self.high:
-            self.fail(f"{shown} is out of range{self._bounds()}", param, ctx)
         return number
 
     def _bounds(self) -> str:
@@ -77,8 +83,28 @@ class Number(click.ParamType["float | int", object]):
         return f" (from {low} to {high}{self.unit})"
 
 
-def seconds(low: float, high: float = MAX_TIMEOUT) -> Number:
-    return Number(low, high, whole=False, unit=" seconds")
+def _shown(value: object) -> str:
+    text = str(value).strip()
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
+class Timeout(Number):
+    """`--timeout`: a number of seconds as the CLI reads numbers, its range
+    checked by the lab's `check_timeout` (the one check of every timeout)."""
+
+    def __init__(self) -> None:
+        from faultlab import lab
+
+        super().__init__(lab.MIN_TIMEOUT, lab.MAX_TIMEOUT, whole=False, unit=" seconds")
+
+    def convert(self, value: object, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:  # fmt: skip
+        from faultlab import lab
+
+        try:
+            return lab.check_timeout(self.parse(value, param, ctx))
+        except lab.LabUsageError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def whole(low: int, high: int) -> Number:
@@ -106,7 +132,7 @@ target = click.option(
     help="Crash-test this command instead of the reference runtime (see docs/probe-protocol.md).",
 )  # fmt: skip
 timeout = click.option(
-    "--timeout", type=seconds(0.1), default=60.0, show_default=True,
+    "--timeout", type=Timeout(), default=60.0, show_default=True,
     help="Seconds a child may take to reach its kill point or to exit.",
 )  # fmt: skip
 json = click.option("--json", "as_json", is_flag=True, help="Machine output on stdout.")

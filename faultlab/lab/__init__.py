@@ -74,7 +74,13 @@ if TYPE_CHECKING:
     )
     from faultlab.lab.campaigns.zoo import Zoo, ZooVariant, default_zoo_path, load_zoo
     from faultlab.lab.drives import DRIVE_NAMES, Drive, drive_accepts
-    from faultlab.lab.errors import LabUsageError
+    from faultlab.lab.errors import (
+        MAX_TIMEOUT,
+        MIN_TIMEOUT,
+        LabUsageError,
+        check_jobs,
+        check_timeout,
+    )
     from faultlab.lab.oracle import (
         GUARANTEES,
         Case,
@@ -120,6 +126,8 @@ __all__ = [
     "DRIVES",
     "DRIVE_NAMES",
     "GUARANTEES",
+    "MAX_TIMEOUT",
+    "MIN_TIMEOUT",
     "SUPPORTED_FAULTS",
     "Case",
     "CaseResult",
@@ -158,7 +166,9 @@ __all__ = [
     "by_mode",
     "check_coverage",
     "check_drive",
+    "check_jobs",
     "check_report_dir",
+    "check_timeout",
     "default_zoo_path",
     "drive_accepts",
     "explain",
@@ -243,6 +253,10 @@ _ON_USE = {
     "Inspection": "faultlab.lab.report",
     "LabOptions": "faultlab.lab.process",
     "LabUsageError": "faultlab.lab.errors",
+    "MAX_TIMEOUT": "faultlab.lab.errors",
+    "MIN_TIMEOUT": "faultlab.lab.errors",
+    "check_jobs": "faultlab.lab.errors",
+    "check_timeout": "faultlab.lab.errors",
     "LogEvent": "faultlab.lab.read",
     "LogView": "faultlab.lab.read",
     "MergeResult": "faultlab.lab.report",

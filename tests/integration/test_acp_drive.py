@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from faultlab.cli import main
-from faultlab.lab.acp.drive import AcpOptions, run_acp_case, run_acp_reference
+from faultlab.lab.acp.drive import AcpOptions, run_acp_reference
+from faultlab.lab.acp.faults import acp_fault
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import Reference
 from faultlab.scenario import load_scenario
@@ -43,7 +44,7 @@ def _reference(command: tuple[str, ...], scenario: str, work: Path) -> Reference
 def _case(command: tuple[str, ...], scenario: str, at: str, fault: str, work: Path) -> CaseResult:
     path = _scenario(scenario)
     options = AcpOptions(command, work, 30.0, reference=command == REFERENCE)
-    return run_acp_case(Case(path, at, fault), _reference(command, path, work), options)
+    return acp_fault(fault).run(Case(path, at, fault), _reference(command, path, work), options)
 
 
 PASSING = [
@@ -123,7 +124,7 @@ def test_oracle_fails_the_acp_agent_under_turn_only(work: Path) -> None:
     path = _scenario("payment.toml")
     options = AcpOptions(command, work / "turn-only", 30.0, policy="turn-only")
     reference = run_acp_reference(path, load_scenario(path), options)
-    result = run_acp_case(Case(path, "tool/effect#1", "sigkill"), reference, options)
+    result = acp_fault("sigkill").run(Case(path, "tool/effect#1", "sigkill"), reference, options)
     assert result.verdict == "fail"
     assert "TOOL_INTENT_LOST" in result.codes
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from faultlab import lab
+from faultlab.lab.faults.fault import Planning
 from faultlab.lab.faults.powerloss import (
     OFFLINE_CODES,
     _ledger_at,
@@ -22,7 +23,8 @@ from faultlab.lab.faults.powerloss import (
     plan_power_cases,
     run_power_case,
 )
-from faultlab.lab.faults.powerstates import POWER_FAULTS, derive_states, states_at
+from faultlab.lab.faults.powerstates import derive_states, states_at
+from faultlab.lab.faults.table import classic_fault
 from faultlab.lab.oracle.case import Case
 from faultlab.lab.oracle.checks import Observation, check_case, event_key
 from faultlab.lab.process.reference import (
@@ -64,10 +66,11 @@ def test_the_reference_runtime_passes_every_power_loss_and_torn_write_case(
     tmp_path: Path, scenario: str
 ) -> None:
     reference, options = setup(scenario, tmp_path)
-    results = [
-        run_power_case(case, reference, options)
-        for fault in POWER_FAULTS
-        for case in plan_power_cases(reference, fault)
+    power = [classic_fault(name) for name in ("power-loss", "torn-write")]
+    results = [  # through the classic drive's fault table
+        fault.run(case, reference, options)
+        for fault in power
+        for case in fault.plan(reference, Planning(options))
     ]
     written = [o for o in reference.occurrences if o.startswith("flush/written#")]
     assert len(results) == 2 * len(written) >= 10
@@ -80,14 +83,15 @@ def test_a_backend_that_never_fsyncs_fails_power_loss_and_passes_sigkill(tmp_pat
     reference, options = setup(PAYMENT, tmp_path, variant("never_fsyncs"))
     assert not any(m.get("fact") == "fsync" for m in reference.trace)
     case = Case(reference.scenario_path, "flush/written#3", "power-loss")
-    result = run_power_case(case, reference, options)
+    result = run_power_case(case, reference, options, torn=False)
     assert result.verdict == "fail"
     assert {"SETTLED_STEP_LOST", "REQUEST_ENVELOPE_LOST", "TOOL_INTENT_LOST"} <= set(result.codes)
     # The resumed model charges again: the real recovery's G6 on top.
     assert "SIDE_EFFECT_DUPLICATED" in result.codes
     assert "no fsync" in result.detail
     torn = run_power_case(
-        Case(reference.scenario_path, "flush/written#3", "torn-write"), reference, options
+        Case(reference.scenario_path, "flush/written#3", "torn-write"), reference, options,
+        torn=True,
     )
     assert "SETTLED_STEP_LOST" in torn.codes
     # SIGKILL keeps the page cache: the same kill point passes.
@@ -100,7 +104,8 @@ def test_a_backend_that_never_fsyncs_fails_power_loss_and_passes_sigkill(tmp_pat
 def test_a_backend_that_never_fsyncs_loses_a_completed_turn(tmp_path: Path) -> None:
     reference, options = setup(MULTI_TURN, tmp_path, variant("never_fsyncs"))
     last = [o for o in reference.occurrences if o.startswith("flush/written#")][-1]
-    result = run_power_case(Case(reference.scenario_path, last, "power-loss"), reference, options)
+    case = Case(reference.scenario_path, last, "power-loss")
+    result = run_power_case(case, reference, options, torn=False)
     assert "COMPLETED_TURN_LOST" in result.codes
 
 
@@ -112,7 +117,7 @@ def test_a_batch_written_line_by_line_is_invisible_to_torn_write(tmp_path: Path)
     writes = [m for m in reference.trace if m.get("fact") == "write"]
     assert len(writes) > len(plan_power_cases(reference, "torn-write"))  # one per line
     results = [
-        run_power_case(case, reference, options)
+        run_power_case(case, reference, options, torn=True)
         for case in plan_power_cases(reference, "torn-write")
     ]
     assert [r.codes for r in results if not r.passed] == []
@@ -131,7 +136,7 @@ def _real_power_loss(
         assert crash.run_until_parked_or_exit(60) is not None
         crash.kill()
         crash.wait(30)
-    (state,) = states_at(crash.trace, log_path.read_bytes(), "power-loss")
+    (state,) = states_at(crash.trace, log_path.read_bytes(), torn=False)
     assert state.log is not None
     os.truncate(log_path, len(state.log))  # the power loss, for real
     crashed = parse_log(log_path.read_bytes(), str(log_path))
@@ -162,7 +167,7 @@ def test_the_offline_derivation_agrees_with_real_files(tmp_path: Path, name: str
     sample = written[1::2] if name else written  # every state of the reference, half of the other
     verdicts = []
     for occurrence in sample:
-        (state,) = derive_states(reference, occurrence, "power-loss")
+        (state,) = derive_states(reference, occurrence, torn=False)
         offline = {v.code for v in check_state(state, reference)} & DURABLE_CODES
         crashed, codes, ledger = _real_power_loss(
             reference, options, occurrence, tmp_path / occurrence.replace("/", "_")

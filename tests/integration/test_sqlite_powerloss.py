@@ -34,14 +34,14 @@ def test_the_rebuilt_states_hold_exactly_the_committed_rows(tmp_path: Path) -> N
     assert len(batches) >= 3
     for batch in batches:
         occurrence = f"flush/written#{batch['n']}"
-        (synced,) = crash_states(reference, occurrence, "power-loss")
+        (synced,) = crash_states(reference, occurrence, torn=False)
         view = synced.view(reference.log.path)
         # the batch at the crash point is not committed yet; every earlier one is
         assert [e.seq for e in view.events] == final[: batch["first"]], occurrence
         assert synced.files is not None and {n for n, _ in synced.files} <= {
             "session.sqlite", "session.sqlite-wal", "session.sqlite-journal",
         }  # fmt: skip
-        torn = crash_states(reference, occurrence, "torn-write")
+        torn = crash_states(reference, occurrence, torn=True)
         for state in torn:
             events = [e.seq for e in state.view(reference.log.path).events]
             assert events in (final[: batch["first"]], final[: batch["last"] + 1]), state.label

@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from faultlab import lab
+from faultlab.lab.faults.fault import Planning
 from faultlab.lab.faults.powerloss import plan_power_cases, run_power_case
-from faultlab.lab.faults.powerstates import POWER_FAULTS, file_states, file_trace
+from faultlab.lab.faults.powerstates import file_states, file_trace
 from faultlab.lab.faults.systruth import reported_disagreements
+from faultlab.lab.faults.table import classic_fault
 from faultlab.lab.oracle.case import Case
 from faultlab.lab.process import reference as reference_module
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
@@ -91,14 +93,16 @@ def test_a_reported_fact_the_system_calls_contradict_is_a_violation(
 ) -> None:
     reference, options = traced(CHAT, tmp_path / "s", variant(name))
     assert code in {v.code for _, v in reported_disagreements(reference)}
-    result = run_power_case(Case(reference.scenario_path, at, "power-loss"), reference, options)
+    case = Case(reference.scenario_path, at, "power-loss")
+    result = run_power_case(case, reference, options, torn=False)
     assert result.verdict == "fail"
     assert code in result.codes
     assert "ground truth: system calls" in result.detail
     # The target's own facts say nothing is wrong: that path cannot see it.
     facts, facts_options = traced(CHAT, tmp_path / "f", variant(name), truth="facts")
     assert facts.ground_truth == "facts" and "turned off" in facts.ground_truth_note
-    blind = run_power_case(Case(facts.scenario_path, at, "power-loss"), facts, facts_options)
+    blind = run_power_case(Case(facts.scenario_path, at, "power-loss"), facts, facts_options,
+                           torn=False)  # fmt: skip
     assert code not in blind.codes
     if name != "temp_log_not_fsynced":
         assert blind.verdict == "pass", [v.message for v in blind.violations]
@@ -109,7 +113,8 @@ def test_a_fsync_on_the_wrong_descriptor_loses_settled_events_under_power_loss(
 ) -> None:
     reference, options = traced(CHAT, tmp_path, variant("fsync_wrong_fd"))
     result = run_power_case(
-        Case(reference.scenario_path, "flush/written#3", "power-loss"), reference, options
+        Case(reference.scenario_path, "flush/written#3", "power-loss"), reference, options,
+        torn=False,
     )
     assert {"FSYNC_WRONG_FILE", "REQUEST_ENVELOPE_LOST"} <= set(result.codes)
     wrong = next(v for v in result.violations if v.code == "FSYNC_WRONG_FILE")
@@ -121,10 +126,11 @@ def test_a_target_that_reports_no_file_facts_gets_power_loss_and_torn_write_case
 ) -> None:
     reference, options = traced(PAYMENT, tmp_path / "s", NO_FACTS)
     assert not any(m.get("fact") in ("write", "fsync", "create") for m in reference.trace)
-    results = [
-        run_power_case(case, reference, options)
-        for fault in POWER_FAULTS
-        for case in plan_power_cases(reference, fault)
+    power = [classic_fault(name) for name in ("power-loss", "torn-write")]
+    results = [  # through the classic drive's fault table
+        fault.run(case, reference, options)
+        for fault in power
+        for case in fault.plan(reference, Planning(options))
     ]
     written = [o for o in reference.occurrences if o.startswith("flush/written#")]
     assert len(results) == 2 * len(written) >= 10
@@ -134,7 +140,7 @@ def test_a_target_that_reports_no_file_facts_gets_power_loss_and_torn_write_case
     facts, facts_options = traced(PAYMENT, tmp_path / "f", NO_FACTS, truth="facts")
     cases = plan_power_cases(facts, "power-loss")
     assert len(cases) == 1
-    unsupported = run_power_case(cases[0], facts, facts_options)
+    unsupported = run_power_case(cases[0], facts, facts_options, torn=False)
     assert unsupported.verdict == "error" and unsupported.codes == ("FAULT_UNSUPPORTED",)
     assert "target's file facts" in unsupported.detail
 
@@ -188,9 +194,10 @@ def test_file_io_the_trace_cannot_show_is_trace_unsupported_never_a_violation(
     reference, options = traced(PAYMENT, tmp_path, MMAP)
     assert reference.trace_unsupported and "mmap" in reference.trace_unsupported[0]
     assert reference.syscalls == () and reported_disagreements(reference) == []
-    for fault in POWER_FAULTS:
-        (case,) = plan_power_cases(reference, fault)
-        result = run_power_case(case, reference, options)
+    for name in ("power-loss", "torn-write"):
+        fault = classic_fault(name)
+        (case,) = fault.plan(reference, Planning(options))
+        result = fault.run(case, reference, options)
         assert result.verdict == "error" and result.codes == ("TRACE_UNSUPPORTED",)
         assert "notes.bin" in result.violations[0].message
         assert "FAULTLAB_GROUND_TRUTH=facts" in result.violations[0].message

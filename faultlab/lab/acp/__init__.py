@@ -1,5 +1,6 @@
 # How an ACP agent is driven: the agent as a lab child over the ACP SDK's
-# client side, its fork server, and a case run the way an editor would.
+# client side, its fork server, a case run the way an editor would, and the
+# drive's fault table (faults.py).
 from __future__ import annotations
 
 from faultlab.lab.acp.child import (
@@ -8,14 +9,13 @@ from faultlab.lab.acp.child import (
     kill_all_acp,
 )
 from faultlab.lab.acp.drive import (
-    ACP_FAULTS,
+    AcpAct,
     AcpOptions,
     acp_target,
-    parse_acp_faults,
-    plan_acp_cases,
     run_acp_case,
     run_acp_reference,
 )
+from faultlab.lab.acp.faults import ACP_FAULTS, acp_fault
 from faultlab.lab.acp.fork import (
     AcpForkServer,
     shared_acp_server,
@@ -23,14 +23,14 @@ from faultlab.lab.acp.fork import (
 
 __all__ = [
     "ACP_FAULTS",
+    "AcpAct",
     "AcpChild",
     "AcpForkServer",
     "AcpOptions",
     "Parked",
+    "acp_fault",
     "acp_target",
     "kill_all_acp",
-    "parse_acp_faults",
-    "plan_acp_cases",
     "run_acp_case",
     "run_acp_reference",
     "shared_acp_server",

@@ -40,6 +40,7 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import Observation
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.double import FirstCrash, check_double
+from faultlab.lab.oracle.verdicts import drifted
 from faultlab.lab.process.reference import Reference, read_bytes, read_ledger, slug, write_trace
 from faultlab.lab.process.spawn import ChildExit, ChildHung
 from faultlab.lab.read.jsonl import parse_log
@@ -48,16 +49,16 @@ __all__ = ["plan_acp_double_cases", "run_acp_double_case"]
 
 async def _kill_at(
     first: str, reference: Reference, options: AcpOptions, where: Path, sessions: Path
-) -> tuple[str, Violation | None, AcpChild]:
-    """A fresh session killed at `first`: its id, a DRIFT if it never got
-    there, and the killed child (for its trace)."""
+) -> tuple[str, str | None, AcpChild]:
+    """A fresh session killed at `first`: its id, how it drifted if it never
+    got there, and the killed child (for its trace)."""
     crash = options.child(reference.scenario_path, sessions, where, "crash", armed=first)
     async with crash:
-        session_id, drifted = await start_armed(crash, reference, options, where)
-        if drifted is None:
+        session_id, off_path = await start_armed(crash, reference, options, where)
+        if off_path is None:
             crash.kill()
             await crash.wait(options.timeout)
-    return session_id, drifted, crash
+    return session_id, off_path, crash
 
 
 async def _probe(
@@ -68,16 +69,16 @@ async def _probe(
     shutil.rmtree(where, ignore_errors=True)
     sessions = where / "sessions"
     try:
-        session_id, drifted, _crash = await _kill_at(first, reference, options, where, sessions)
-        if drifted is not None:
-            return (), f"the crash at {first}: {drifted.message}"
+        session_id, off_path, _crash = await _kill_at(first, reference, options, where, sessions)
+        if off_path is not None:
+            return (), f"the crash at {first}: {off_path}"
         log_path, _ledger = session_files(sessions, session_id)
         crashed = parse_log(read_bytes(log_path), str(log_path))
         case = Case(reference.scenario_path, first, "sigkill")
         recovered = await recover_session(case, options, sessions, where, session_id, crashed,
                                           log_path)  # fmt: skip
-    except ChildHung as hung:
-        return (), f"the recovery after {first} hung: {hung}"
+    except ChildHung as exc:
+        return (), f"the recovery after {first} hung: {exc}"
     except (acp.RequestError, ConnectionError) as exc:
         return (), f"the session killed at {first} failed: {type(exc).__name__}: {exc}"
     finally:
@@ -116,10 +117,10 @@ async def _double(case: Case, reference: Reference, options: AcpOptions) -> Outc
         message = failure or f"the fault-free recovery after {first} failed while planning"
         return "error", [Violation("RESUME_FAILED", message)], artifacts
     sessions = where / "sessions"
-    session_id, drifted, crash = await _kill_at(first, reference, options, where, sessions)
+    session_id, off_path, crash = await _kill_at(first, reference, options, where, sessions)
     artifacts["trace"] = str(where / "trace.jsonl")
-    if drifted is not None:
-        return "drift", [drifted], artifacts
+    if off_path is not None:
+        return (*drifted(off_path), artifacts)
     log_path, ledger_path = session_files(sessions, session_id)
     crashed_bytes = read_bytes(log_path)
     (where / "crashed1.jsonl").write_bytes(crashed_bytes)
@@ -153,7 +154,7 @@ async def _double(case: Case, reference: Reference, options: AcpOptions) -> Outc
             await resume.close(options.timeout)
             message = (f"the recovery after {first} ended without reaching {second} "
                        "(its fault-free recovery did)")  # fmt: skip
-            return "drift", [Violation("DRIFT", message)], artifacts
+            return (*drifted(message), artifacts)
         resume.kill()
         await resume.wait(options.timeout)
     again_bytes = read_bytes(log_path)

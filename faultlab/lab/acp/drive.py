@@ -2,7 +2,8 @@
 # reference runtime's `python -m faultlab.runtime.acp` by default), driven the
 # way an editor drives it.  A case: initialize, session/new, one session/prompt
 # per scripted turn, until the agent parks at the armed boundary; inject the
-# fault (SIGKILL of its process group, SIGTERM, or session/cancel); spawn it
+# fault (its `AcpAct`: SIGKILL of its process group, SIGTERM, or
+# session/cancel; the drive's faults are the table in acp/faults.py); spawn it
 # again, session/load (twice: the second load must change nothing), check
 # what the client was shown against the recovered log, and send the next
 # prompts to the end of the script.  The agent tells the client the script's
@@ -13,10 +14,9 @@ import asyncio
 import contextlib
 import shlex
 import shutil
-import signal
 import sys
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,13 +27,12 @@ from acp import text_block
 from faultlab.lab.acp.child import AcpChild, Parked
 from faultlab.lab.acp.fork import shared_acp_server
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.faults.double import DOUBLE_FAULT
-from faultlab.lab.faults.live import plan_fault_cases
-from faultlab.lab.oracle.acp import check_cancel, check_guidance, check_replay, updates_between
+from faultlab.lab.oracle.acp import check_guidance, check_replay, updates_between
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.checks import Observation, check_case
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.live import check_graceful_close
+from faultlab.lab.oracle.verdicts import drifted, hung
 from faultlab.lab.process.reference import (
     Reference,
     drift,
@@ -50,15 +49,14 @@ from faultlab.lab.read.view import LogView
 from faultlab.scenario import Scenario
 
 __all__ = [
-    "ACP_FAULTS",
+    "AcpAct",
     "AcpOptions",
+    "Inject",
     "Outcome",
     "Recovered",
     "acp_target",
     "meta_next",
     "open_connection",
-    "parse_acp_faults",
-    "plan_acp_cases",
     "prompt_to_end",
     "recover_session",
     "run_acp_case",
@@ -67,11 +65,6 @@ __all__ = [
     "session_files",
     "start_armed",
 ]
-
-# The faults an ACP drive injects: SIGKILL, SIGTERM (graceful stop) and the
-# client's own session/cancel.
-ACP_FAULTS = ("sigkill", "sigterm", "acp-cancel")
-
 
 @dataclass(frozen=True, slots=True)
 class AcpOptions:
@@ -122,37 +115,6 @@ def acp_target(command: str | Sequence[str] | None) -> tuple[str, ...]:
     if not parts:
         raise LabUsageError("--target: empty command")
     return parts
-
-
-def parse_acp_faults(faults: Sequence[str]) -> tuple[str, ...]:
-    """The ACP faults among `faults` in ACP_FAULTS order (`all` is ACP_FAULTS;
-    double-sigkill, planned by running recoveries, comes last when named)."""
-    names = [n for name in faults for n in (ACP_FAULTS if name == "all" else (name,))]
-    for fault in names:
-        if fault not in (*ACP_FAULTS, DOUBLE_FAULT):
-            raise LabUsageError(
-                f"fault {fault!r} is not supported with --drive acp "
-                f"(supported: {', '.join(ACP_FAULTS)}, {DOUBLE_FAULT})"
-            )
-    return tuple(f for f in (*ACP_FAULTS, DOUBLE_FAULT) if f in names)
-
-
-def plan_acp_cases(reference: Reference, faults: Sequence[str]) -> list[Case]:
-    """SIGKILL at every occurrence; SIGTERM and session/cancel where a graceful
-    stop applies (top-level turn boundaries).  double-sigkill cases are
-    planned by running recoveries (faultlab/lab/acp/doublecrash.py)."""
-    cases: list[Case] = []
-    for fault in parse_acp_faults(faults):
-        if fault == DOUBLE_FAULT:
-            continue
-        if fault == "sigkill":
-            cases += [Case(reference.scenario_path, o, fault) for o in reference.occurrences]
-        else:
-            cases += [
-                Case(c.scenario, c.occurrence, fault)
-                for c in plan_fault_cases(reference, "sigterm")
-            ]
-    return cases
 
 
 # -- one session driven as a client ----------------------------------------
@@ -232,11 +194,11 @@ async def _reference(scenario_path: str, scenario: Scenario, options: AcpOptions
 
 async def start_armed(
     crash: AcpChild, reference: Reference, options: AcpOptions, where: Path
-) -> tuple[str, Violation | None]:
+) -> tuple[str, str | None]:
     """Open a new session on the started, armed `crash` child and prompt it
-    until it parks at its boundary: the session id, and a DRIFT violation if
-    it ended first or parked off the reference run's path.  Its probe trace
-    is written to WHERE/trace.jsonl."""
+    until it parks at its boundary: the session id, and how the run drifted
+    if it ended first or parked off the reference run's path.  Its probe
+    trace is written to WHERE/trace.jsonl."""
     await open_connection(crash, options.timeout)
     new = await crash.call(crash.conn.new_session(cwd=str(where)), options.timeout)
     with contextlib.suppress(Parked):
@@ -244,10 +206,8 @@ async def start_armed(
     write_trace(where / "trace.jsonl", crash.trace)
     if not crash.parked:
         await crash.close(options.timeout)
-        message = f"the ACP session ended without reaching {crash.armed}"
-        return new.session_id, Violation("DRIFT", message)
-    drifted = drift(crash.trace, reference)
-    return new.session_id, None if drifted is None else Violation("DRIFT", drifted)
+        return new.session_id, f"the ACP session ended without reaching {crash.armed}"
+    return new.session_id, drift(crash.trace, reference)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,10 +224,30 @@ class Recovered:
 
 # A case's verdict, violations and artifacts (paths by name).
 Outcome = tuple[Verdict, list[Violation], dict[str, str]]
+# What a fault does to the agent parked at its kill point, given the crash
+# child, the session's id and log file, the reference run and the timeout:
+# how the agent exited when the fault let it run on (None: it was killed),
+# and what the fault's own checks found.
+Inject = Callable[[AcpChild, str, Path, Reference, float],
+                  Awaitable[tuple[ChildExit | None, list[Violation]]]]  # fmt: skip
 
 
-def run_acp_case(case: Case, reference: Reference, options: AcpOptions) -> CaseResult:
-    return run_driven(case, _case(case, reference, options))
+@dataclass(frozen=True, slots=True)
+class AcpAct:
+    """How one ACP fault hurts the parked agent (`inject`), whether the agent
+    runs on after it (`ran_on`: the crashed log is not a prefix of the
+    reference's, the oracle's `diverged`), and whether the stop must close the
+    turn durably (`graceful`: G10)."""
+
+    inject: Inject
+    ran_on: bool
+    graceful: bool = False
+
+
+def run_acp_case(case: Case, reference: Reference, options: AcpOptions, *,
+                 act: AcpAct) -> CaseResult:  # fmt: skip
+    """One case of an ACP fault whose action is `act` (acp/faults.py)."""
+    return run_driven(case, _case(case, reference, options, act))
 
 
 def run_driven(case: Case, work: Coroutine[Any, Any, Outcome]) -> CaseResult:
@@ -277,54 +257,28 @@ def run_driven(case: Case, work: Coroutine[Any, Any, Outcome]) -> CaseResult:
     verdict: Verdict
     try:
         verdict, violations, artifacts = asyncio.run(work)
-    except ChildHung as hung:
-        verdict, violations, artifacts = "hung", [Violation("CHILD_HUNG", str(hung))], {}
+    except ChildHung as exc:
+        (verdict, violations), artifacts = hung(str(exc)), {}
     except (acp.RequestError, ConnectionError) as exc:
         # The agent refused a request or went away before the fault was injected.
         message = f"the armed ACP session failed before its kill point: {type(exc).__name__}: {exc}"
-        verdict, violations, artifacts = "drift", [Violation("DRIFT", message)], {}
+        (verdict, violations), artifacts = drifted(message), {}
     return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
 
 
-async def _case(case: Case, reference: Reference, options: AcpOptions) -> Outcome:
+async def _case(case: Case, reference: Reference, options: AcpOptions, act: AcpAct) -> Outcome:
     where = options.workdir / "acp-cases" / slug(case.id)
     shutil.rmtree(where, ignore_errors=True)
     sessions = where / "sessions"
     artifacts = {"dir": str(where)}
-    extra: list[Violation] = []
     crash = options.child(case.scenario, sessions, where, "crash", armed=case.occurrence)
     async with crash:
-        session_id, drifted = await start_armed(crash, reference, options, where)
+        session_id, off_path = await start_armed(crash, reference, options, where)
         log_path, ledger_path = session_files(sessions, session_id)
         artifacts["trace"] = str(where / "trace.jsonl")
-        if drifted is not None:
-            return "drift", [drifted], artifacts
-        status: ChildExit | None = None
-        if case.fault == "sigkill":
-            crash.kill()
-            await crash.wait(options.timeout)
-        elif case.fault == "sigterm":
-            crash.signal(signal.SIGTERM)
-            crash.reply("continue")
-            if await _settle(crash, options.timeout) is None:
-                extra.append(Violation(
-                    "GRACEFUL_CLOSE_MISSING",
-                    "the client's running session/prompt got no answer before the agent "
-                    "stopped on SIGTERM",
-                ))  # fmt: skip
-            status = await crash.wait(options.timeout)
-        else:  # acp-cancel: the client cancels the running prompt
-            before = len(crash.messages)
-            await crash.conn.cancel(session_id=session_id)
-            crash.reply("continue")
-            stop_reason = await _settle(crash, options.timeout)
-            after = read_bytes(log_path)  # the agent is alive: what it made durable
-            extra += check_cancel(
-                shown=updates_between(crash.messages, before), stop_reason=stop_reason,
-                log=parse_log(after, str(log_path)),
-                tools={s.name: s for s in reference.scenario.tools}, trace=crash.trace,
-            )  # fmt: skip
-            status = await crash.close(options.timeout)
+        if off_path is not None:
+            return (*drifted(off_path), artifacts)
+        status, extra = await act.inject(crash, session_id, log_path, reference, options.timeout)
         write_trace(where / "trace.jsonl", crash.trace)
     crashed_bytes = read_bytes(log_path)
     (where / "crashed.jsonl").write_bytes(crashed_bytes)
@@ -335,10 +289,10 @@ async def _case(case: Case, reference: Reference, options: AcpOptions) -> Outcom
         reference_ledger=reference.ledger, trace=tuple(crash.trace), crashed=crashed,
         repaired=recovered.repaired, repair_status=recovered.status, final=recovered.final,
         resume_status=recovered.status, final_ledger=read_ledger(ledger_path),
-        diverged=case.fault != "sigkill",
+        diverged=act.ran_on,
     )  # fmt: skip
     violations = check_case(observation) + list(recovered.violations) + extra
-    if case.fault == "sigterm":
+    if act.graceful:
         violations += check_graceful_close(observation, status)
     if recovered.status.returncode == 0:
         violations += check_guidance(crashed, recovered.repaired, recovered.trace)
@@ -346,24 +300,6 @@ async def _case(case: Case, reference: Reference, options: AcpOptions) -> Outcom
         {name: str(where / f"{name}.jsonl") for name in ("crashed", "repaired", "final")}
     )
     return ("fail" if violations else "pass"), violations, artifacts
-
-
-async def _settle(child: AcpChild, timeout: float) -> str | None:
-    """The parked prompt's answer after the fault: its stop reason, or None if
-    the connection closed (the agent exited) or it answered with an error;
-    further parks are let go (nothing else is armed)."""
-    pending = child.pending
-    if pending is None:
-        return None
-    while True:
-        try:
-            response = await child.call(pending, timeout)
-        except Parked:
-            child.reply("continue")
-            continue
-        except (acp.RequestError, ConnectionError):
-            return None
-        return str(response.stop_reason)
 
 
 async def recover_session(

@@ -1,21 +1,17 @@
-# Framework app cases (`--app langgraph:MODULE:FACTORY`, `--app
+# Framework app runs (`--app langgraph:MODULE:FACTORY`, `--app
 # pydantic-ai:MODULE:FACTORY`): the user's graph or agent runs in a child
 # process (faultlab/lab/apps/lgchild.py, pachild.py) with faultlab's
 # scripted model, the scenario's tools and a reporting proxy around its
-# checkpointer or history store; every boundary the child reports goes through the gate,
-# which holds the armed one while the lab SIGKILLs the child (fault
-# `sigkill`), or the child fails the armed checkpoint write with EIO
-# (fault `io-error`).  A second child then resumes the thread in the
-# case's resume style and runs the rest of the script; the oracle
-# (faultlab/lab/oracle/apps.py) checks the gate's records, the world ledger
-# and the thread as the framework's own serializer reads it.
+# checkpointer or history store; every boundary the child reports goes
+# through the gate.  Owned here: the options, one case's rig of children
+# (`AppRig`), the fault-free run and the kill points a fault is planned at;
+# the drive's faults and how each runs a case are the table in apps/faults.py.
 from __future__ import annotations
 
 import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,30 +19,27 @@ from faultlab.lab.apps.fork import ForkedApp, app_server
 from faultlab.lab.apps.lgstate import PersistedThread, read_thread
 from faultlab.lab.apps.pastate import read_history
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.oracle.apps import AppObservation, check_app
-from faultlab.lab.oracle.case import Case, CaseResult, Verdict
-from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.case import Case
 from faultlab.lab.process.reference import Reference, read_ledger, slug
 from faultlab.lab.process.tree import ContainedProcess
-from faultlab.lab.read.histories import History
 from faultlab.lab.read.view import LogView
-from faultlab.lab.servers.points import APP_BOUNDARIES, KillPoint, parse_kill_point
+from faultlab.lab.servers.points import KillPoint
 from faultlab.lab.servers.records import as_trace
 from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
 
 __all__ = [
-    "APP_FAULTS",
     "DURABILITIES",
     "FRAMEWORKS",
     "MODES",
     "RESUME_STYLES",
     "SAVE_POLICIES",
     "SPAWNS",
+    "WRITES",
     "AppOptions",
+    "AppRig",
     "parse_app",
-    "plan_app_cases",
-    "run_app_case",
+    "plan_app_points",
     "run_app_reference",
 ]
 
@@ -71,15 +64,9 @@ _STORES = {"langgraph": "checkpoints.sqlite", "pydantic-ai": "history.json"}
 # message again, as pydantic-ai tells an app to.
 RESUME_STYLES = ("resume", "resend", "hook", "repair")
 _STYLES = {"langgraph": ("resume", "resend", "hook"), "pydantic-ai": RESUME_STYLES}
-_WRITES = ("checkpoint/put", "checkpoint/writes", "history/save")
-APP_FAULTS = ("sigkill", "io-error", "second-writer")
+# The boundaries of a store's writes (checkpoints, pending writes, a saved history).
+WRITES = ("checkpoint/put", "checkpoint/writes", "history/save")
 SPAWNS = ("fork", "exec")
-# Where a second process resumes the thread while the first is held: the
-# model and tool points (inside a store's write the first may hold its
-# lock, and the second would only wait for it).
-_SECOND_WRITER_AT = ("model/request", "tool/started", "tool/effect")
-_SECOND_WRITER_CODES = ("SEQ_FORK", "UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED",
-                        "PROVIDER_INVALID_HISTORY")  # fmt: skip
 _THREAD = "faultlab-case"
 
 
@@ -147,7 +134,7 @@ class _Run:
     deadline: float
 
 
-class _Rig(ServerRig):
+class AppRig(ServerRig):
     """One case's rig (the gate, the ledger, the records) with the app: its
     store and its child runs."""
 
@@ -235,7 +222,7 @@ class _Rig(ServerRig):
 def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOptions) -> Reference:
     """The fault-free run: its boundaries are the kill points of the cases."""
     where = options.workdir / f"app-reference-{options.durability}" / slug(Path(scenario_path).name)
-    rig = _Rig(scenario_path, options, where, None)
+    rig = AppRig(scenario_path, options, where, None)
     try:
         status, _, hung = rig.run("run")
     finally:
@@ -250,129 +237,24 @@ def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOption
     )  # fmt: skip
 
 
-def plan_app_cases(reference: Reference, options: AppOptions,
-                   faults: Sequence[str] = ("sigkill",)) -> list[Case]:  # fmt: skip
-    """Every boundary occurrence of the fault-free run (every checkpoint
-    write or history save for io-error) with every resume style the
-    framework offers."""
-    hooked = any(r.get("fact") == "app/hook" for r in reference.trace)
-    offered = _STYLES[options.framework]
-    styles = [s for s in options.styles if s in offered and (s != "hook" or hooked)]
+def plan_app_points(
+    reference: Reference, options: AppOptions, fault: str, *,
+    where: tuple[str, ...] | None = None, styles: tuple[str, ...] | None = None,
+) -> list[Case]:  # fmt: skip
+    """The cases of `fault` (its name): every boundary occurrence of the
+    fault-free run (of a boundary in `where`, when given) with every resume
+    style the framework offers and `options` plans (`hook` only where the
+    app has a `before_resume`), or with `styles` alone when given."""
+    if styles is None:
+        hooked = any(r.get("fact") == "app/hook" for r in reference.trace)
+        offered = _STYLES[options.framework]
+        styles = tuple(s for s in options.styles if s in offered and (s != "hook" or hooked))
     cases = []
-    for fault in faults:
-        if fault not in APP_FAULTS:
-            raise LabUsageError(f"fault {fault!r} is not supported with --app "
-                                f"(supported: {', '.join(APP_FAULTS)})")  # fmt: skip
-        for occurrence in dict.fromkeys(reference.occurrences):
-            if occurrence.startswith("invoke/end") and occurrence != reference.occurrences[-1]:
-                continue  # the next turn's first boundary is the same point
-            if fault == "io-error" and (occurrence.partition("#")[0] not in _WRITES):
-                continue
-            if fault == "second-writer":
-                if occurrence.partition("#")[0] in _SECOND_WRITER_AT:
-                    cases.append(Case(reference.scenario_path, occurrence,
-                                      f"{fault}/resume/{options.durability}"))  # fmt: skip
-                continue
-            for style in styles:
-                cases.append(Case(reference.scenario_path, occurrence,
-                                  f"{fault}/{style}/{options.durability}"))  # fmt: skip
+    for occurrence in dict.fromkeys(reference.occurrences):
+        if occurrence.startswith("invoke/end") and occurrence != reference.occurrences[-1]:
+            continue  # the next turn's first boundary is the same point
+        if where is not None and occurrence.partition("#")[0] not in where:
+            continue
+        cases += [Case(reference.scenario_path, occurrence, f"{fault}/{style}/{options.durability}")
+                  for style in styles]  # fmt: skip
     return cases
-
-
-def _durable(thread: PersistedThread) -> History:
-    return History(thread.history.messages + thread.pending_history.messages)
-
-
-def run_app_case(case: Case, reference: Reference, options: AppOptions) -> CaseResult:
-    started = time.monotonic()
-    fault, style, durability = case.fault.split("/")
-    if durability != options.durability:
-        raise LabUsageError(f"{case.id}: planned for durability {durability}, "
-                            f"run with {options.durability}")  # fmt: skip
-    point = parse_kill_point(case.occurrence, boundaries=APP_BOUNDARIES)
-    where = options.workdir / "app-cases" / slug(case.id)
-    rig = _Rig(case.scenario, options, where, None if fault == "io-error" else point)
-    artifacts = {"dir": str(where), "records": str(rig.records)}
-    verdict: Verdict = "pass"
-    violations: list[Violation] = []
-    if fault == "second-writer":
-        try:
-            verdict, violations = _second_writer(case, reference, rig)
-        finally:
-            rig.close()
-        return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "",
-                          artifacts)  # fmt: skip
-    try:
-        fail = case.occurrence if fault == "io-error" else None
-        status, killed, hung = rig.run("run", fail=fail, armed=fault == "sigkill")
-        crash = rig.gate.snapshot()
-        reached = fault == "io-error" and any(r.get("fact") == "app/ioerror" for r in crash)
-        if hung:
-            verdict, violations = "hung", [Violation("CHILD_HUNG", hung)]
-        elif not killed and not reached:
-            verdict, violations = "drift", [Violation(
-                "DRIFT", f"the app never reached {case.occurrence} (the fault-free run did); "
-                f"it exited {status}")]  # fmt: skip
-        else:
-            at_kill = rig.persisted("at-kill")
-            turns = [int(r["turn"]) for r in crash if r.get("fact") == "app/turn"]
-            turn = turns[-1] if turns else 0
-            r_status, _, r_hung = rig.run(style, turn=turn)
-            final = rig.persisted("final")
-            records = rig.gate.snapshot()
-            observation = AppObservation(
-                scenario=reference.scenario, crash=tuple(crash),
-                resume=tuple(records[len(crash):]), ledger=read_ledger(rig.ledger),
-                reference_ledger=reference.ledger, durable_at_kill=_durable(at_kill),
-                final=final.history, style=style, resume_status=r_status or 0,
-                resume_stderr=rig.tail(f"run{rig.runs}-{style}.stderr", 3000), forks=final.forks,
-            )  # fmt: skip
-            violations = check_app(observation)
-            if r_hung:
-                violations.append(Violation("CHILD_HUNG", r_hung))
-            verdict = "fail" if violations else "pass"
-    finally:
-        rig.close()
-    return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
-
-
-def _second_writer(case: Case, reference: Reference,
-                   rig: _Rig) -> tuple[Verdict, list[Violation]]:  # fmt: skip
-    """While the first child is held at the armed point, a second one
-    resumes the thread (the framework's own resume) to its exit; then the
-    first goes on to its exit.  A refused second writer passes; one that
-    runs a call again, or whose writes and the first's fork the checkpoint
-    chain, fails."""
-    first = rig.start("run")
-    if not rig.held(first):
-        status, _, hung = rig.finish(first)
-        if hung:
-            return "hung", [Violation("CHILD_HUNG", hung)]
-        return "drift", [Violation("DRIFT", f"the app never reached {case.occurrence} "
-                                            f"(the fault-free run did); it exited {status}")]
-    crash = rig.gate.snapshot()
-    at_kill = rig.persisted("at-kill")
-    turns = [int(r["turn"]) for r in crash if r.get("fact") == "app/turn"]
-    second_status, _, second_hung = rig.run("resume", turn=turns[-1] if turns else 0)
-    rig.gate.release(survivors_proceed=True)  # the held first writer goes on
-    first_status, _, first_hung = rig.finish(first)
-    final = rig.persisted("final")
-    records = rig.gate.snapshot()
-    observation = AppObservation(
-        scenario=reference.scenario, crash=tuple(crash), resume=tuple(records[len(crash):]),
-        ledger=read_ledger(rig.ledger), reference_ledger=reference.ledger,
-        durable_at_kill=_durable(at_kill), final=final.history, style="resume",
-        resume_status=0,  # a second writer that is refused does right
-        forks=final.forks,
-    )  # fmt: skip
-    # What a second writer is about; the held first writer was not killed,
-    # so what a kill there would lose (TOOL_INTENT_LOST) is the sigkill
-    # case's question, not this one's.
-    violations = [v for v in check_app(observation) if v.code in _SECOND_WRITER_CODES]
-    if first_status != 0 and not first_hung:
-        violations.append(Violation(
-            "SEQ_FORK", f"the live writer exited {first_status} after a second writer "
-            f"(which exited {second_status}) resumed its thread",
-            {"status": first_status, "second": second_status}))  # fmt: skip
-    violations += [Violation("CHILD_HUNG", h) for h in (second_hung, first_hung) if h]
-    return ("fail" if violations else "pass"), violations

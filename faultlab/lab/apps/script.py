@@ -61,7 +61,7 @@ def run_tool_body(spec: ToolSpec, gate: GateClient, ledger: LedgerWriter, call: 
 def child_arguments(prog: str, argv: Sequence[str] | None, *, modes: Sequence[str],
                     actions: Sequence[str], store: str) -> argparse.Namespace:  # fmt: skip
     """The command line every app child takes from the drive
-    (faultlab/lab/apps/drive.py `_Rig.start`): `--durability` is the slot of
+    (faultlab/lab/apps/drive.py `AppRig.start`): `--durability` is the slot of
     the framework's mode (LangGraph's durability, a pydantic-ai store's save
     policy), `--db` the path of the app's store."""
     parser = argparse.ArgumentParser(prog=prog)

@@ -1,8 +1,9 @@
 # Black-box cases (`--agent NAME|FILE`): the agent, unmodified, is pointed at
 # faultlab's scripted model server and MCP tool server; the servers report
 # every boundary to the gate, which fires at the case's kill point; after
-# the kill point's delay the agent's whole process tree is SIGKILLed (or the
-# agent alone, `sigkill-agent`), the agent is resumed with the scenario's
+# the kill point's delay the fault's `AgentKill` is applied (the agent's
+# whole process tree SIGKILLed, or the agent alone; the drive's faults are
+# the table in blackbox/faults.py), the agent is resumed with the scenario's
 # resume prompt and run to the end of the script, and the oracle checks what
 # the servers saw (faultlab/lab/oracle/blackbox.py).  One turn of the script
 # is one agent process: the first prompt with the adapter's `first` command,
@@ -18,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from faultlab.lab.agents.launch import AgentLauncher, CaseAgent, CaseWiring
-from faultlab.lab.errors import LabUsageError
+from faultlab.lab.errors import LabUsageError, check_timeout
 from faultlab.lab.oracle.blackbox import BlackboxObservation, check_blackbox
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.verdicts import drifted, hang, hung
 from faultlab.lab.process.reference import Reference, read_ledger, slug
 from faultlab.lab.process.tree import ContainedProcess
 from faultlab.lab.read.view import LogView
@@ -31,17 +33,13 @@ from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
 
 __all__ = [
-    "BLACKBOX_FAULTS",
+    "AgentKill",
     "BlackboxOptions",
-    "plan_blackbox_cases",
+    "plan_kill_points",
     "run_blackbox_case",
     "run_blackbox_reference",
 ]
 
-# sigkill: the agent's whole process tree (every tool server it started, in
-# whatever process group); sigkill-agent: the agent's own group only, so a
-# tool server it put elsewhere lives on (and finishes what it was doing).
-BLACKBOX_FAULTS = ("sigkill", "sigkill-agent")
 _SURVIVOR_GRACE = 10.0  # seconds processes spared by sigkill-agent may take to finish
 
 
@@ -58,12 +56,25 @@ class BlackboxOptions:
     repeats: int = 1
 
     def __post_init__(self) -> None:
-        if self.timeout <= 0:
-            raise LabUsageError(f"timeout must be positive, not {self.timeout}")
+        check_timeout(self.timeout)
         if self.repeats < 1:
             raise LabUsageError(f"repeats must be at least 1, not {self.repeats}")
         for delay in self.delays_ms:
             KillPoint("model/request", 1, delay)  # validates the delay
+
+
+@dataclass(frozen=True, slots=True)
+class AgentKill:
+    """What a black-box fault kills when the gate fires: the agent's whole
+    process tree (every tool server it started, in whatever process group),
+    or (`spares_others`) the agent's own group only, so that what it put
+    elsewhere (a tool server in a group of its own) lives on and may finish
+    what it was doing, as after a crash of the agent alone in the field."""
+
+    spares_others: bool = False
+
+    def apply(self, process: ContainedProcess) -> None:
+        (process.kill_agent if self.spares_others else process.kill_tree)()
 
 
 @dataclass
@@ -109,7 +120,7 @@ class _CaseRig(ServerRig):
         self.gate.note("agent/survivors", run=run, left=len(left))
 
     def run(self, kind: str, turn: int, prompt: str, outcome: _Outcome, *, armed: bool,
-            fault: str = "sigkill") -> _Run:  # fmt: skip
+            kill: AgentKill | None = None) -> _Run:  # fmt: skip
         """One agent process to its end, or to the kill when `armed` and the
         gate fires during it."""
         command = self.agent.first(prompt) if kind == "first" else self.agent.resume(prompt)
@@ -136,15 +147,12 @@ class _CaseRig(ServerRig):
                 if armed_at is not None and armed_at.delay_ms:
                     time.sleep(armed_at.delay_ms / 1000)
                 self.gate.note("agent/ended", run=len(outcome.runs))
-                if fault == "sigkill-agent":
-                    process.kill_agent()
-                else:
-                    process.kill_tree()
+                kill = kill or AgentKill()
+                kill.apply(process)
                 outcome.at_kill = self.copy_session("at-kill")
-                spared = fault == "sigkill-agent"
-                self.gate.release(survivors_proceed=spared)
+                self.gate.release(survivors_proceed=kill.spares_others)
                 run.killed, run.status = True, process.wait(self.options.timeout)
-                if spared:
+                if kill.spares_others:
                     self._let_survivors_finish(process, len(outcome.runs))
             else:
                 outcome.hung = f"{name} neither exited nor reached its kill point in " \
@@ -227,28 +235,23 @@ def _returncode(failed: _Run | None, outcome: _Outcome) -> int:
     return 0 if failed is None else failed.status or 1
 
 
-def plan_blackbox_cases(
-    reference: Reference, options: BlackboxOptions, faults: Sequence[str] = ("sigkill",)
-) -> list[Case]:
-    """Every boundary occurrence the reference run reached, at every delay,
-    repeated `options.repeats` times, for each fault."""
-    for fault in faults:
-        if fault not in BLACKBOX_FAULTS:
-            raise LabUsageError(f"fault {fault!r} is not supported with --agent "
-                                f"(supported: {', '.join(BLACKBOX_FAULTS)})")  # fmt: skip
+def plan_kill_points(reference: Reference, options: BlackboxOptions, fault: str) -> list[Case]:
+    """The cases of `fault` (its name): every boundary occurrence the
+    reference run reached, at every delay, repeated `options.repeats` times."""
     cases = []
-    for fault in faults:
-        for occurrence in reference.occurrences:
-            boundary, _, n = occurrence.partition("#")
-            for delay in options.delays_ms:
-                point = KillPoint(boundary, int(n), delay)
-                for repeat in range(1, options.repeats + 1):
-                    suffix = f"~{repeat}" if options.repeats > 1 else ""
-                    cases.append(Case(reference.scenario_path, f"{point}{suffix}", fault))
+    for occurrence in reference.occurrences:
+        boundary, _, n = occurrence.partition("#")
+        for delay in options.delays_ms:
+            point = KillPoint(boundary, int(n), delay)
+            for repeat in range(1, options.repeats + 1):
+                suffix = f"~{repeat}" if options.repeats > 1 else ""
+                cases.append(Case(reference.scenario_path, f"{point}{suffix}", fault))
     return cases
 
 
-def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions) -> CaseResult:
+def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions, *,
+                      kill: AgentKill) -> CaseResult:  # fmt: skip
+    """One case of a black-box fault that kills as `kill` says (blackbox/faults.py)."""
     started = time.monotonic()
     point = parse_kill_point(case.occurrence.partition("~")[0])
     where = options.workdir / "blackbox-cases" / slug(case.id)
@@ -259,14 +262,14 @@ def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions
     verdict: Verdict = "pass"
     violations: list[Violation] = []
     try:
-        killed = _crash(rig, prompts, outcome, case.fault)
+        killed = _crash(rig, prompts, outcome, kill)
         if outcome.hung:
-            verdict, violations = "hung", [Violation("CHILD_HUNG", outcome.hung)]
+            verdict, violations = hung(outcome.hung)
         elif killed is None:
             ran = ", ".join(str(r.status) for r in outcome.runs)
             message = (f"the agent never reached {point.occurrence} (the fault-free run did); "
                        f"its runs exited {ran}")  # fmt: skip
-            verdict, violations = "drift", [Violation("DRIFT", message)]
+            verdict, violations = drifted(message)
         else:
             outcome.crash_records = len(rig.gate.snapshot())
             rig.gate.disarm()
@@ -279,7 +282,7 @@ def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions
             violations = _judge(rig, reference, outcome, resume)
             late = _hang(outcome)  # a recovery run that hung
             if late is not None:
-                violations.append(Violation("CHILD_HUNG", late))
+                violations.append(hang(late))
             verdict = "fail" if violations else "pass"
     finally:
         rig.close()
@@ -292,11 +295,12 @@ def _hang(outcome: _Outcome) -> str | None:
     return outcome.hung
 
 
-def _crash(rig: _CaseRig, prompts: Sequence[str], outcome: _Outcome, fault: str) -> int | None:
+def _crash(rig: _CaseRig, prompts: Sequence[str], outcome: _Outcome,
+           kill: AgentKill) -> int | None:  # fmt: skip
     """Run the script until the kill: the turn it came in, or None."""
     for turn, prompt in enumerate(prompts):
         run = rig.run("first" if turn == 0 else "resume", turn, prompt, outcome, armed=True,
-                      fault=fault)  # fmt: skip
+                      kill=kill)  # fmt: skip
         if run.killed:
             return turn
         if run.status != 0 or outcome.hung:

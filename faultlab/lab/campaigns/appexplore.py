@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from faultlab.lab.apps.drive import APP_FAULTS
+from faultlab.lab.apps.faults import APP_FAULTS
 from faultlab.lab.campaigns.engine import ExploreResult
 from faultlab.lab.drives.app import parse_compare
-from faultlab.lab.drives.protocol import COVERAGE, parse_fault_names
+from faultlab.lab.drives.protocol import COVERAGE
+from faultlab.lab.faults.fault import parse_fault_names
 from faultlab.lab.oracle.case import CaseResult
 
 __all__ = ["app_matrix", "by_mode", "parse_app_faults", "parse_compare"]
@@ -19,7 +20,7 @@ __all__ = ["app_matrix", "by_mode", "parse_app_faults", "parse_compare"]
 
 def parse_app_faults(faults: Sequence[str]) -> tuple[str, ...]:
     """`all` is every app fault; any other name must be one."""
-    return parse_fault_names(faults, supported=APP_FAULTS, all_faults=APP_FAULTS, drive="app")
+    return parse_fault_names(faults, APP_FAULTS, drive="app")
 
 
 def by_mode(result: ExploreResult) -> dict[str, ExploreResult]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from faultlab.lab.blackbox.drive import BLACKBOX_FAULTS, BlackboxOptions
+from faultlab.lab.blackbox.drive import BlackboxOptions
+from faultlab.lab.blackbox.faults import BLACKBOX_FAULTS
 from faultlab.lab.drives.agent import AgentDrive
-from faultlab.lab.drives.protocol import COVERAGE, parse_fault_names, reference_failed
+from faultlab.lab.drives.protocol import COVERAGE, reference_failed
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.fault import parse_fault_names
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import Reference
 from faultlab.lab.servers.points import KillPoint
@@ -18,8 +20,7 @@ __all__ = ["draw_kill_points", "parse_blackbox_faults", "run_blackbox_or_coverag
 
 def parse_blackbox_faults(faults: Sequence[str]) -> tuple[str, ...]:
     """`all` is every black-box fault; any other name must be one."""
-    return parse_fault_names(faults, supported=BLACKBOX_FAULTS, all_faults=BLACKBOX_FAULTS,
-                             drive="agent")  # fmt: skip
+    return parse_fault_names(faults, BLACKBOX_FAULTS, drive="agent")
 
 
 def run_blackbox_or_coverage(

@@ -20,7 +20,7 @@ from pathlib import Path
 from faultlab.lab.campaigns.select import Selection
 from faultlab.lab.drives import COVERAGE, Drive, PlanContext, kill_everything
 from faultlab.lab.drives.protocol import reference_failed
-from faultlab.lab.errors import LabUsageError
+from faultlab.lab.errors import LabUsageError, check_jobs
 from faultlab.lab.faults.table import CLASSIC_FAULTS
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import Reference
@@ -48,11 +48,6 @@ __all__ = [
 
 Progress = Callable[[CaseResult, int, int], None]
 PlanProgress = Callable[[str, int, int], None]
-
-
-def check_jobs(jobs: int) -> None:
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise LabUsageError(f"jobs must be at least 1, not {jobs}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,12 +31,13 @@ from faultlab.lab.campaigns.determinism import NONDETERMINISTIC, check_determini
 from faultlab.lab.campaigns.dryrun import DryRuns, GeneratedCase
 from faultlab.lab.campaigns.explore import Shard, run_one, tidy_passed
 from faultlab.lab.campaigns.targets import make_target
-from faultlab.lab.errors import LabUsageError
+from faultlab.lab.errors import LabUsageError, check_jobs, check_timeout
+from faultlab.lab.faults.fault import all_names
+from faultlab.lab.faults.table import CLASSIC_FAULTS, classic_fault
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions
 from faultlab.lab.process.spawn import allow_children, kill_all, stop_children
-from faultlab.probe import FAULTS
 from faultlab.scenario import POLICIES
 
 __all__ = [
@@ -85,11 +86,11 @@ class FuzzSettings:
             raise LabUsageError(f"seed must be a non-negative integer, not {self.seed!r}")
         if not self.faults:
             raise LabUsageError("faults: name at least one fault")
-        for fault in self.faults:
-            if fault not in FAULTS:
-                raise LabUsageError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
-        if not isinstance(self.jobs, int) or self.jobs < 1:
-            raise LabUsageError(f"jobs must be at least 1, not {self.jobs!r}")
+        for name in self.faults:
+            if classic_fault(name).by_running:
+                raise LabUsageError(f"fault {name!r} cannot be fuzzed: its cases are planned "
+                                    "by running the target, not drawn")  # fmt: skip
+        check_jobs(self.jobs)
         if not isinstance(self.stream_size, int) or self.stream_size < 1:
             raise LabUsageError(f"stream_size must be at least 1, not {self.stream_size!r}")
         if not self.policies or any(p not in POLICIES for p in self.policies):
@@ -401,8 +402,7 @@ def fuzz_campaign(
 ) -> FuzzResult:  # fmt: skip
     """A fuzz campaign on the reference runtime (or `target`), as `faultlab fuzz` runs it
     (`policies`: what generated scenarios are drawn with)."""
-    if timeout <= 0:
-        raise LabUsageError(f"timeout must be positive, not {timeout}")
+    timeout = check_timeout(timeout)
     fuzz_settings = FuzzSettings(
         examples=examples, seed=seed, faults=tuple(faults), jobs=jobs, shard=shard,
         check_determinism=check_determinism, stream_size=stream_size, database=database,
@@ -425,15 +425,15 @@ def selftest_campaign(
     campaign of `examples` generated cases under every fault, seeded with
     SELFTEST_SEED, on `target` (None: the reference runtime); the verdict of
     every example (a failure is shrunk first: the smallest one is the finding)."""
-    from faultlab.probe import FAULTS
 
     # `policies`: what each example's policy is drawn from (the selftest's
     # full reference campaign: every policy that promises every guarantee;
     # turn-only's known failures would be shrunk and reported as findings, so
     # the explore stage judges turn-only instead).
     result = fuzz_campaign(
-        target=target, examples=examples, seed=SELFTEST_SEED, faults=FAULTS, jobs=jobs,
-        timeout=timeout, workdir=workdir, policies=policies, shrink=shrink,
+        target=target, examples=examples, seed=SELFTEST_SEED,
+        faults=all_names(CLASSIC_FAULTS), jobs=jobs, timeout=timeout, workdir=workdir,
+        policies=policies, shrink=shrink,
     )  # fmt: skip
     return [example.result for example in result.examples] + [
         finding.result for finding in result.findings

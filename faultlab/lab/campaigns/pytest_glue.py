@@ -19,8 +19,8 @@ import pytest
 from faultlab.lab.campaigns.api import run_single
 from faultlab.lab.campaigns.explore import COVERAGE, Shard, parse_shard, plan_cases, run_one
 from faultlab.lab.campaigns.targets import make_target, parse_faults
-from faultlab.lab.errors import LabUsageError
-from faultlab.lab.faults.table import Planning
+from faultlab.lab.errors import LabUsageError, check_timeout
+from faultlab.lab.faults.fault import Planning
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference, slug
@@ -86,9 +86,7 @@ def _seconds(timeout: str) -> float:
         seconds = float(timeout)
     except ValueError:
         raise ValueError(f"timeout {timeout!r} is not a number of seconds") from None
-    if not seconds > 0:
-        raise ValueError(f"timeout must be positive, not {timeout}")
-    return seconds
+    return check_timeout(seconds)  # a LabUsageError is a ValueError
 
 
 def _agent_plugin_options(
@@ -217,11 +215,8 @@ def plan_scenario(path: Path, options: PluginOptions) -> ScenarioRun:
 def _plan_agent_scenario(shown: str, scenario: Scenario, options: PluginOptions,
                          lab: LabOptions) -> ScenarioRun:  # fmt: skip
     from faultlab.lab.agents.launch import agent_launcher
-    from faultlab.lab.blackbox.drive import (
-        BlackboxOptions,
-        plan_blackbox_cases,
-        run_blackbox_reference,
-    )
+    from faultlab.lab.blackbox.drive import BlackboxOptions, run_blackbox_reference
+    from faultlab.lab.blackbox.faults import plan_blackbox_cases
     from faultlab.lab.servers.points import DEFAULT_DELAYS_MS
 
     assert options.agent is not None

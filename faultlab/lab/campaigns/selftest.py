@@ -41,7 +41,7 @@ from faultlab.lab.campaigns.selftestjudge import (
     judge_variant,
 )
 from faultlab.lab.campaigns.zoo import QuickCase, Zoo, ZooVariant
-from faultlab.lab.errors import LabUsageError
+from faultlab.lab.errors import LabUsageError, check_jobs, check_timeout
 from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE, DOUBLE_FAULT
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import FULL_POLICIES, POLICY_GAPS
@@ -224,8 +224,8 @@ def run_selftest(
     progress: RowProgress | None = None,
 ) -> SelftestResult:  # fmt: skip
     """Run the zoo (or `variants` of it) and the reference runtime's false-alarm check."""
-    if jobs < 1:
-        raise LabUsageError(f"jobs must be at least 1, not {jobs}")
+    check_jobs(jobs)
+    check_timeout(timeout)
     chosen = tuple(zoo.variants if variants is None else variants)
     if not chosen:
         raise LabUsageError("selftest: no variant to run")

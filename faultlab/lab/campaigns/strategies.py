@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from faultlab.lab.campaigns.dryrun import GeneratedCase, default_dry_runs
+from faultlab.lab.errors import LabUsageError, check_timeout
 from faultlab.probe import FAULTS
 from faultlab.scenario import POLICIES, Scenario
 
@@ -67,9 +68,10 @@ def faults(*, include: Sequence[str] = FAULTS) -> st.SearchStrategy[str]:
 
 
 def _check_timeout(timeout: object) -> float:
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:
-        raise InvalidArgument(f"timeout must be a positive number of seconds, not {timeout!r}")
-    return float(timeout)
+    try:
+        return check_timeout(timeout)
+    except LabUsageError as exc:
+        raise InvalidArgument(str(exc)) from None
 
 
 def kill_points(

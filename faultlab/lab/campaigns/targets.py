@@ -1,12 +1,13 @@
 # What a campaign runs on, chosen and checked before anything runs: the target
 # (the reference runtime or a command, with its policy and backend), the drive
-# (classic or ACP) and the faults.  Each check raises `LabUsageError`.
+# (classic or ACP) and the faults (read off the drive's fault table).  Each
+# check raises `LabUsageError`.
 from __future__ import annotations
 
+from faultlab.lab.drives.registry import drive_faults
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.faults.double import DOUBLE_FAULT
+from faultlab.lab.faults.fault import fault_named, parse_fault_names
 from faultlab.lab.process.target import make_target
-from faultlab.probe import FAULTS
 
 __all__ = [
     "DRIVES",
@@ -19,11 +20,10 @@ __all__ = [
 ]
 
 
-def check_fault(fault: str) -> None:
-    # double-sigkill is asked for by name: it is not in `all` (docs/cli.md).
-    if fault not in FAULTS and fault != DOUBLE_FAULT:
-        known = ", ".join((*FAULTS, DOUBLE_FAULT))
-        raise LabUsageError(f"unknown fault {fault!r} (faults: {known})")
+def check_fault(fault: str, *, drive: str = "classic") -> None:
+    """A usage error unless the `drive` (classic or acp) runs `fault`."""
+    check_drive_name(drive)
+    fault_named(drive_faults(drive), fault, drive=drive)
 
 
 DRIVES = ("classic", "acp")
@@ -50,20 +50,7 @@ def check_acp_backend(backend: str | None) -> None:
 
 
 def parse_faults(text: str, *, drive: str = "classic") -> tuple[str, ...]:
-    """`all`, or a comma-separated list of fault names."""
+    """`all`, or a comma-separated list of fault names (`all,double-sigkill`:
+    every fault of `all` and more), each once, in the order given."""
     check_drive_name(drive)
-    if drive == "acp":
-        from faultlab.lab.acp.drive import parse_acp_faults
-
-        return parse_acp_faults([n.strip() for n in text.split(",") if n.strip()] or [""])
-    if text.strip() == "all":
-        return FAULTS
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
-    if not names:
-        raise LabUsageError("--faults: name at least one fault, or 'all'")
-    if "all" in names:  # "all,double-sigkill": every single-crash fault and more
-        expanded = (n for name in names for n in (FAULTS if name == "all" else (name,)))
-        names = tuple(dict.fromkeys(expanded))
-    for name in names:
-        check_fault(name)
-    return names
+    return parse_fault_names(text.split(","), drive_faults(drive), drive=drive, as_given=True)

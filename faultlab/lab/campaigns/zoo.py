@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from faultlab.lab.campaigns.targets import DRIVES
-from faultlab.lab.errors import LabUsageError
-from faultlab.lab.faults.double import DOUBLE_FAULT, parse_pair
+from faultlab.lab.drives.registry import drive_faults
+from faultlab.lab.errors import LabUsageError, check_timeout
+from faultlab.lab.faults.double import parse_pair
+from faultlab.lab.faults.fault import all_names, fault_named, parse_fault_names
 from faultlab.lab.oracle.codes import GUARANTEES
 from faultlab.lab.process.target import bundled_scenarios
 from faultlab.lab.servers.points import parse_kill_point
-from faultlab.probe import FAULTS, ProbeError, parse_occurrence
+from faultlab.probe import ProbeError, parse_occurrence
 from faultlab.scenario import BACKENDS
 from faultlab.userfiles import MAX_SCENARIO_BYTES, UserFileError, read_bytes
 
@@ -138,19 +140,6 @@ class _Fields:
         return value
 
 
-def _agent_faults() -> tuple[str, ...]:
-    from faultlab.lab.blackbox.drive import BLACKBOX_FAULTS
-
-    return BLACKBOX_FAULTS
-
-
-def _acp_faults() -> tuple[str, ...]:
-    # Imported only for an ACP variant: the ACP drive imports the SDK (slow).
-    from faultlab.lab.acp.drive import ACP_FAULTS
-
-    return ACP_FAULTS
-
-
 def _scenario(fields: _Fields, field: str, name: str) -> Path:
     for base in (bundled_scenarios(), fields.path.parent):
         candidate = (base / name).resolve()
@@ -196,20 +185,18 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
     drive = table.get("drive", "classic")
     if drive not in ZOO_DRIVES:
         fields.fail("drive", f"unknown drive {drive!r} (drives: {', '.join(ZOO_DRIVES)})")
-    # The faults a drive can inject (the ACP drive has its own three, a
-    # black-box agent its two).  double-sigkill is never in "all"
-    # (docs/cli.md): a variant lists it.
-    single = {"acp": _acp_faults, "agent": _agent_faults}.get(drive, lambda: FAULTS)()
-    possible = (*single, DOUBLE_FAULT) if drive != "agent" else single
+    # The faults the variant's drive runs, read off its table (an ACP
+    # variant's imports the ACP SDK, slow: only for an ACP variant).  A fault
+    # not in "all" (double-sigkill, docs/cli.md) is listed by name.
+    possible = drive_faults(drive)
     faults_value = table.get("faults", "all")
-    faults: tuple[str, ...] = single
-    if faults_value == "all":
-        pass
-    else:
+    faults = all_names(possible)
+    if faults_value != "all":
         faults = fields.texts("faults")
-        for fault in faults:
-            if fault not in possible:
-                fields.fail("faults", f"unknown fault {fault!r} (faults: {', '.join(possible)})")
+        try:
+            parse_fault_names(faults, possible, drive=drive)
+        except LabUsageError as exc:
+            fields.fail("faults", str(exc))
     quick_value = table.get("quick")
     if not isinstance(quick_value, list) or not quick_value:
         fields.fail("quick", "required, a non-empty list of { scenario, at, fault } tables")
@@ -221,12 +208,14 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
                         {"scenario", "at", "fault", "check_determinism"})  # fmt: skip
         at = inner.text("at")
         fault = str(item.get("fault", "sigkill"))
-        if fault not in possible:
-            inner.fail("fault", f"unknown fault {fault!r} (faults: {', '.join(possible)})")
+        try:
+            by_running = fault_named(possible, fault, drive=drive).by_running
+        except LabUsageError as exc:
+            inner.fail("fault", str(exc))
         try:
             if drive == "agent":  # a black-box kill point: boundary#n@delay
                 at = str(parse_kill_point(at))
-            elif fault == DOUBLE_FAULT:
+            elif by_running:  # a crash during recovery: K1+K2
                 at = "+".join(parse_pair(at))
             elif at != "coverage":  # "coverage": the scenario's coverage check alone
                 boundary, n = parse_occurrence(at)
@@ -238,7 +227,10 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         if not isinstance(twice, bool):
             inner.fail("check_determinism", f"must be true or false, not {twice!r}")
         quick.append(QuickCase(scenario, at, fault, twice))
-    timeout = fields.positive("timeout", 60.0)
+    try:
+        timeout = check_timeout(table.get("timeout", 60.0))
+    except LabUsageError as exc:
+        fields.fail("timeout", str(exc))
     explore = table.get("explore", True)
     if not isinstance(explore, bool):
         fields.fail("explore", f"must be true or false, not {explore!r}")
@@ -253,7 +245,7 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
         scenarios=scenarios,
         faults=tuple(faults),
         quick=tuple(quick),
-        timeout=float(timeout or 60.0),
+        timeout=timeout,
         fuzz_examples=fuzz_examples,
         backend=backend,
         drive=drive,

@@ -7,7 +7,14 @@
 from __future__ import annotations
 
 from faultlab.lab.drives.protocol import COVERAGE, Drive, PlanContext
-from faultlab.lab.drives.registry import DRIVE_NAMES, drive_accepts, kill_everything, make_drive
+from faultlab.lab.drives.registry import (
+    DRIVE_NAMES,
+    drive_accepts,
+    drive_faults,
+    drives_running,
+    kill_everything,
+    make_drive,
+)
 
 __all__ = [
     "COVERAGE",
@@ -15,6 +22,8 @@ __all__ = [
     "Drive",
     "PlanContext",
     "drive_accepts",
+    "drive_faults",
+    "drives_running",
     "kill_everything",
     "make_drive",
 ]

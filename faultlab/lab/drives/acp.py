@@ -1,6 +1,7 @@
 # The ACP drive (`--drive acp`): the lab is an editor-like ACP client of an
 # agent (the reference runtime's ACP server, or `--target`), and hurts it at
-# the boundaries the agent reports (faultlab/lab/acp/).
+# the boundaries the agent reports (faultlab/lab/acp/), with the faults of its
+# table (faultlab/lab/acp/faults.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -9,22 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from faultlab.lab.acp.child import kill_all_acp
-from faultlab.lab.acp.doublecrash import plan_acp_double_cases, run_acp_double_case
-from faultlab.lab.acp.drive import (
-    ACP_FAULTS,
-    AcpOptions,
-    plan_acp_cases,
-    run_acp_case,
-    run_acp_reference,
-)
-from faultlab.lab.drives.protocol import (
-    PlanContext,
-    SingleDrive,
-    coverage_result,
-    parse_fault_names,
-)
+from faultlab.lab.acp.drive import AcpOptions, run_acp_reference
+from faultlab.lab.acp.faults import ACP_FAULTS, acp_fault
+from faultlab.lab.drives.protocol import PlanContext, SingleDrive, coverage_result
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.faults.double import DOUBLE_FAULT, parse_pair
+from faultlab.lab.faults.double import parse_pair
+from faultlab.lab.faults.fault import Planning, all_names, parse_fault_names, plan_faults
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import Reference
 from faultlab.probe import parse_occurrence
@@ -41,8 +32,8 @@ class AcpDrive(SingleDrive):
     max_double: int
     name: str = "acp"
     coverage_fault: str = "reference"
-    faults: tuple[str, ...] = (*ACP_FAULTS, DOUBLE_FAULT)
-    all_faults: tuple[str, ...] = ACP_FAULTS
+    faults: tuple[str, ...] = tuple(ACP_FAULTS)
+    all_faults: tuple[str, ...] = all_names(ACP_FAULTS)
 
     @property
     def workdir(self) -> Path:
@@ -53,40 +44,33 @@ class AcpDrive(SingleDrive):
 
     def plan(self, reference: Reference, faults: Sequence[str], context: PlanContext
              ) -> list[Case]:  # fmt: skip
-        cases = plan_acp_cases(reference, faults)
-        if DOUBLE_FAULT in faults:
-            cases += plan_acp_double_cases(
-                reference, self.options, max_cases=self.max_double, jobs=context.jobs,
-                progress=context.progress,
-            )  # fmt: skip
-        return cases
+        planning = Planning(self.options, self.max_double, context.jobs, context.progress)
+        return plan_faults(ACP_FAULTS, reference, faults, planning)
 
     def coverage(self, case: Case, reference: Reference, faults: Sequence[str]) -> CaseResult:
         return coverage_result(case, reference)
 
     def run(self, case: Case, reference: Reference) -> CaseResult:
-        if case.fault == DOUBLE_FAULT:
-            return run_acp_double_case(case, reference, self.options)
-        return run_acp_case(case, reference, self.options)
+        return acp_fault(case.fault).run(case, reference, self.options)
 
     def parse_faults(self, names: Sequence[str]) -> tuple[str, ...]:
-        return parse_fault_names(names, supported=self.faults, all_faults=self.all_faults,
-                                 drive=self.name)  # fmt: skip
+        return parse_fault_names(names, ACP_FAULTS, drive=self.name)
 
     def parse_occurrence(self, text: str, fault: str) -> str:
-        if fault == DOUBLE_FAULT:
+        if acp_fault(fault).by_running:  # a crash during recovery: K1+K2
             return "+".join(parse_pair(text))
         name, n = parse_occurrence(text)
         return f"{name}#{n}"
 
     def check_applies(self, case: Case, reference: Reference) -> None:
         scenario = Path(case.scenario).name
-        if case.fault == DOUBLE_FAULT:
+        fault = acp_fault(case.fault)
+        if fault.by_running:
             first = case.occurrence.partition("+")[0]
             if first not in reference.occurrences:
                 raise LabUsageError(f"{scenario}: the fault-free run never reaches {first}")
             return
-        applicable = plan_acp_cases(reference, [case.fault])
+        applicable = fault.plan(reference, Planning(self.options))
         if case not in applicable:
             where = ", ".join(c.occurrence for c in applicable[:8])
             raise LabUsageError(

@@ -1,7 +1,8 @@
 # The black-box agent drive (`--agent NAME|FILE`): a real agent, unmodified,
 # talks to faultlab's scripted model server and MCP tool server; the kill
 # points are those servers' own (faultlab/lab/blackbox/, faultlab/lab/servers/),
-# each killed after a delay, as agents persist asynchronously.
+# each killed after a delay, as agents persist asynchronously, with the
+# faults of its table (faultlab/lab/blackbox/faults.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -9,20 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from faultlab.lab.blackbox.drive import (
-    BLACKBOX_FAULTS,
-    BlackboxOptions,
-    plan_blackbox_cases,
-    run_blackbox_case,
-    run_blackbox_reference,
-)
-from faultlab.lab.drives.protocol import (
-    PlanContext,
-    SingleDrive,
-    coverage_result,
-    parse_fault_names,
-)
+from faultlab.lab.blackbox.drive import BlackboxOptions, run_blackbox_reference
+from faultlab.lab.blackbox.faults import BLACKBOX_FAULTS, agent_fault
+from faultlab.lab.drives.protocol import PlanContext, SingleDrive, coverage_result
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.fault import Planning, all_names, parse_fault_names, plan_faults
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import Reference
 from faultlab.lab.process.tree import close_all
@@ -40,8 +32,8 @@ class AgentDrive(SingleDrive):
     agent: str
     name: str = "agent"
     coverage_fault: str = "reference"
-    faults: tuple[str, ...] = BLACKBOX_FAULTS
-    all_faults: tuple[str, ...] = BLACKBOX_FAULTS
+    faults: tuple[str, ...] = tuple(BLACKBOX_FAULTS)
+    all_faults: tuple[str, ...] = all_names(BLACKBOX_FAULTS)
 
     @property
     def workdir(self) -> Path:
@@ -52,7 +44,7 @@ class AgentDrive(SingleDrive):
 
     def plan(self, reference: Reference, faults: Sequence[str], context: PlanContext
              ) -> list[Case]:  # fmt: skip
-        return plan_blackbox_cases(reference, self.options, faults)
+        return plan_faults(BLACKBOX_FAULTS, reference, faults, Planning(self.options))
 
     def coverage(self, case: Case, reference: Reference, faults: Sequence[str]) -> CaseResult:
         # The scenario's declared `boundaries` name probe boundaries, which a
@@ -65,11 +57,10 @@ class AgentDrive(SingleDrive):
         )  # fmt: skip
 
     def run(self, case: Case, reference: Reference) -> CaseResult:
-        return run_blackbox_case(case, reference, self.options)
+        return agent_fault(case.fault).run(case, reference, self.options)
 
     def parse_faults(self, names: Sequence[str]) -> tuple[str, ...]:
-        return parse_fault_names(names, supported=self.faults, all_faults=self.all_faults,
-                                 drive=self.name)  # fmt: skip
+        return parse_fault_names(names, BLACKBOX_FAULTS, drive=self.name)
 
     def parse_occurrence(self, text: str, fault: str) -> str:
         point_text, _, repeat = text.partition("~")

@@ -1,6 +1,7 @@
 # The framework-app drive (`--app FRAMEWORK:MODULE:FACTORY`): faultlab builds
 # the app with a scripted model, ledger tools and a reporting proxy around its
-# own checkpointer or history store (faultlab/lab/apps/).  An app compared in
+# own checkpointer or history store (faultlab/lab/apps/), hurt with the faults
+# of its table (faultlab/lab/apps/faults.py).  An app compared in
 # several modes (`--compare durability=exit,async,sync`) is one variant per
 # mode; each case's fault names its mode (`sigkill/resume/sync`).
 from __future__ import annotations
@@ -10,17 +11,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from faultlab.lab.apps.drive import (
-    APP_FAULTS,
-    MODES,
-    AppOptions,
-    plan_app_cases,
-    run_app_case,
-    run_app_reference,
-)
+from faultlab.lab.apps.drive import MODES, AppOptions, run_app_reference
+from faultlab.lab.apps.faults import APP_FAULTS, app_fault
 from faultlab.lab.apps.fork import close_forked
-from faultlab.lab.drives.protocol import PlanContext, coverage_result, parse_fault_names
+from faultlab.lab.drives.protocol import PlanContext, coverage_result
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.fault import Planning, all_names, parse_fault_names, plan_faults
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.reference import Reference
 from faultlab.lab.process.tree import close_all
@@ -56,8 +52,8 @@ class AppDrive:
     base: Path  # the run's work dir; each mode works in base/MODE
     modes: tuple[str, ...] = ()
     name: str = "app"
-    faults: tuple[str, ...] = APP_FAULTS
-    all_faults: tuple[str, ...] = APP_FAULTS
+    faults: tuple[str, ...] = tuple(APP_FAULTS)
+    all_faults: tuple[str, ...] = all_names(APP_FAULTS)
 
     @property
     def workdir(self) -> Path:
@@ -105,7 +101,7 @@ class AppDrive:
 
     def plan(self, reference: Reference, faults: Sequence[str], context: PlanContext
              ) -> list[Case]:  # fmt: skip
-        return plan_app_cases(reference, self.options, faults)
+        return plan_faults(APP_FAULTS, reference, faults, Planning(self.options))
 
     def coverage(self, case: Case, reference: Reference, faults: Sequence[str]) -> CaseResult:
         # Declared boundaries name probe boundaries, which an app never
@@ -117,12 +113,11 @@ class AppDrive:
         )  # fmt: skip
 
     def run(self, case: Case, reference: Reference) -> CaseResult:
-        return run_app_case(case, reference, self.options)
+        return app_fault(case.fault).run(case, reference, self.options)
 
     def parse_faults(self, names: Sequence[str]) -> tuple[str, ...]:
         bare = [name.split("/")[0] for name in names]  # a recorded case's FAULT/STYLE/MODE
-        return parse_fault_names(bare, supported=self.faults, all_faults=self.all_faults,
-                                 drive=self.name)  # fmt: skip
+        return parse_fault_names(bare, APP_FAULTS, drive=self.name)
 
     def parse_occurrence(self, text: str, fault: str) -> str:
         point = parse_kill_point(text, boundaries=APP_BOUNDARIES)

@@ -15,12 +15,12 @@ from faultlab.lab.drives.protocol import (
     SingleDrive,
     calls_tools,
     coverage_result,
-    parse_fault_names,
     reference_failed,
 )
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.double import parse_pair
-from faultlab.lab.faults.table import CLASSIC_FAULTS, Planning, classic_fault
+from faultlab.lab.faults.fault import Planning, all_names, parse_fault_names
+from faultlab.lab.faults.table import CLASSIC_FAULTS, classic_fault
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
@@ -31,12 +31,10 @@ from faultlab.scenario import Scenario
 
 __all__ = ["ClassicDrive", "classic_coverage", "plan_cases", "plan_gaps", "run_one"]
 
-_ALL = tuple(f.name for f in CLASSIC_FAULTS.values() if f.in_all)
-
-
 def plan_cases(
-    reference: Reference, faults: Sequence[str] = ("sigkill",), planning: Planning | None = None
-) -> list[Case]:
+    reference: Reference, faults: Sequence[str] = ("sigkill",),
+    planning: Planning[LabOptions] | None = None,
+) -> list[Case]:  # fmt: skip
     """The coverage case, then for each fault (in table order) its cases in
     trace order; faults planned by running the target (double-sigkill) last.
     A fault the backend cannot run gets one case that says so."""
@@ -44,13 +42,12 @@ def plan_cases(
     cases = [Case(reference.scenario_path, COVERAGE, "reference")]
     store = store_for(reference.backend)
     wanted = [f for f in CLASSIC_FAULTS.values() if f.name in faults]
-    for fault in sorted(wanted, key=lambda f: f.by_running):
-        if fault.by_running:
-            cases += fault.plan(reference, planning)
-        elif store.unsupported_reason(fault.name, reference.ground_truth) is not None:
-            cases.append(Case(reference.scenario_path, "flush/written#1", fault.name))
+    for entry in sorted(wanted, key=lambda f: f.by_running):
+        reason = store.unsupported_reason(entry.name, reference.ground_truth)
+        if reason is not None and not entry.by_running:
+            cases.append(Case(reference.scenario_path, "flush/written#1", entry.name))
         else:
-            cases += fault.plan(reference, planning)
+            cases += entry.plan(reference, planning)
     return cases
 
 
@@ -64,18 +61,18 @@ def plan_gaps(reference: Reference, faults: Sequence[str]) -> list[Violation]:
     if not reference.occurrences:
         return []  # NO_BOUNDARY_REPORTED, said by the coverage case itself
     name = reference.scenario.name
-    single = [f for f in faults if f in CLASSIC_FAULTS and not CLASSIC_FAULTS[f].by_running]
-    planned = plan_cases(reference, single)
+    single = [f for f in CLASSIC_FAULTS.values() if f.name in faults and not f.by_running]
+    planned = plan_cases(reference, [f.name for f in single])
     found = []
     with_cases = {c.fault for c in planned}
-    for fault in single:
-        applies = not CLASSIC_FAULTS[fault].needs_tools or calls_tools(reference.scenario)
-        if applies and fault not in with_cases:
+    for entry in single:
+        applies = not entry.needs_tools or calls_tools(reference.scenario)
+        if applies and entry.name not in with_cases:
             found.append(Violation(
                 "FAULT_NOT_PLANNED",
-                f"{fault} applies to {name} but the reference run gave it no case "
+                f"{entry.name} applies to {name} but the reference run gave it no case "
                 "(none of the boundaries it is injected at was reported)",
-                {"fault": fault},
+                {"fault": entry.name},
             ))  # fmt: skip
     keys = {(c.occurrence, c.fault) for c in planned}
     for expect in reference.scenario.expectations:
@@ -123,7 +120,7 @@ class ClassicDrive(SingleDrive):
     name: str = "classic"
     coverage_fault: str = "reference"
     faults: tuple[str, ...] = tuple(CLASSIC_FAULTS)
-    all_faults: tuple[str, ...] = _ALL
+    all_faults: tuple[str, ...] = all_names(CLASSIC_FAULTS)
 
     @property
     def workdir(self) -> Path:
@@ -148,8 +145,7 @@ class ClassicDrive(SingleDrive):
         return run_one(case, reference, self.options)
 
     def parse_faults(self, names: Sequence[str]) -> tuple[str, ...]:
-        return parse_fault_names(names, supported=self.faults, all_faults=self.all_faults,
-                                 drive=self.name)  # fmt: skip
+        return parse_fault_names(names, CLASSIC_FAULTS, drive=self.name)
 
     def parse_occurrence(self, text: str, fault: str) -> str:
         fault_value = classic_fault(fault)
@@ -172,7 +168,7 @@ class ClassicDrive(SingleDrive):
             if first not in reference.occurrences:
                 raise LabUsageError(f"{scenario}: the fault-free run never reaches {first}")
             return
-        applicable = [c for c in plan_cases(reference, (fault.name,)) if c.fault == fault.name]
+        applicable = fault.plan(reference, Planning(self.options))
         if not applicable:
             raise LabUsageError(
                 f"fault {fault.name!r} applies nowhere in {scenario}: its fault-free "

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Self
 
-from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import check_coverage
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.verdicts import hung
 from faultlab.lab.process.reference import Reference
 from faultlab.scenario import Scenario
 
@@ -24,7 +24,6 @@ __all__ = [
     "SingleDrive",
     "calls_tools",
     "coverage_result",
-    "parse_fault_names",
     "reference_failed",
 ]
 
@@ -126,22 +125,6 @@ class SingleDrive:
         return fault
 
 
-def parse_fault_names(
-    names: Sequence[str], *, supported: Sequence[str], all_faults: Sequence[str], drive: str
-) -> tuple[str, ...]:
-    """`all` is `all_faults`; any other name must be one of `supported`; the
-    result in `supported` order.  An empty list is a usage error."""
-    given = [name.strip() for name in names if name.strip()]
-    if not given:
-        raise LabUsageError("--faults: name at least one fault, or 'all'")
-    expanded = [n for name in given for n in (all_faults if name == "all" else (name,))]
-    for name in expanded:
-        if name not in supported:
-            raise LabUsageError(f"unknown fault {name!r} for the {drive} drive "
-                                f"(its faults: {', '.join(supported)})")  # fmt: skip
-    return tuple(f for f in supported if f in expanded)
-
-
 def reference_failed(case: Case, reference: Reference) -> CaseResult:
     """The verdict of every case of a scenario whose fault-free run failed."""
     if reference.bad_reports:
@@ -150,8 +133,8 @@ def reference_failed(case: Case, reference: Reference) -> CaseResult:
         evidence = {"problems": list(reference.bad_reports)}
         return CaseResult(case, "error", (Violation("BAD_PROBE_REPORT", message, evidence),))
     if reference.hung:
-        message = f"the fault-free run {reference.stderr}"
-        return CaseResult(case, "hung", (Violation("CHILD_HUNG", message),))
+        verdict, violations = hung(f"the fault-free run {reference.stderr}")
+        return CaseResult(case, verdict, tuple(violations))
     detail = reference.stderr.strip().splitlines()[-1:] or ["no output"]
     violation = Violation(
         "REFERENCE_FAILED",

@@ -1,18 +1,28 @@
 # The drives by name, the options each accepts, and the one way to build one:
 # `make_drive` refuses an option that does not apply to the drive (naming
-# both), so no drive silently ignores what a user asked for.
+# both), so no drive silently ignores what a user asked for.  Also each
+# drive's fault table, and which drives run a fault, read off those tables.
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from faultlab.lab.drives.protocol import Drive
-from faultlab.lab.errors import LabUsageError
+from faultlab.lab.errors import LabUsageError, check_timeout
 from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE
+from faultlab.lab.faults.fault import Fault
 
-__all__ = ["DRIVE_NAMES", "drive_accepts", "kill_everything", "make_drive"]
+__all__ = [
+    "DRIVE_NAMES",
+    "drive_accepts",
+    "drive_faults",
+    "drives_running",
+    "kill_everything",
+    "make_drive",
+]
 
 # drive -> the options it takes beyond the engine's own (jobs, shard,
 # faults, timeout, selection, progress, report), as `make_drive` keywords.
@@ -25,6 +35,14 @@ _ACCEPTS: Mapping[str, frozenset[str]] = {
 }  # fmt: skip
 DRIVE_NAMES = tuple(_ACCEPTS)
 _REQUIRED = {"agent": "agent", "app": "app"}
+# drive -> where its fault table is (imported on first use: the ACP drive's
+# imports the ACP SDK).
+_TABLES: Mapping[str, tuple[str, str]] = {
+    "classic": ("faultlab.lab.faults.table", "CLASSIC_FAULTS"),
+    "acp": ("faultlab.lab.acp.faults", "ACP_FAULTS"),
+    "agent": ("faultlab.lab.blackbox.faults", "BLACKBOX_FAULTS"),
+    "app": ("faultlab.lab.apps.faults", "APP_FAULTS"),
+}
 
 
 def drive_accepts(name: str) -> frozenset[str]:
@@ -33,6 +51,20 @@ def drive_accepts(name: str) -> frozenset[str]:
     if accepts is None:
         raise LabUsageError(f"unknown drive {name!r} (drives: {', '.join(DRIVE_NAMES)})")
     return accepts
+
+
+def drive_faults(name: str) -> Mapping[str, Fault[Any]]:
+    """Drive `name`'s fault table, by fault name in report order (a usage
+    error for an unknown drive)."""
+    drive_accepts(name)
+    module, table = _TABLES[name]
+    faults: Mapping[str, Fault[Any]] = getattr(importlib.import_module(module), table)
+    return faults
+
+
+def drives_running(fault: str) -> tuple[str, ...]:
+    """The drives that run `fault`, read off their tables."""
+    return tuple(name for name in DRIVE_NAMES if fault in drive_faults(name))
 
 
 def _option(name: str) -> str:
@@ -52,8 +84,7 @@ def make_drive(name: str, *, workdir: Path, timeout: float = 60.0, **options: An
     required = _REQUIRED.get(name)
     if required is not None and required not in given:
         raise LabUsageError(f"the {name} drive needs {_option(required)}")
-    if isinstance(timeout, bool) or not timeout > 0:
-        raise LabUsageError(f"timeout must be positive, not {timeout}")
+    timeout = check_timeout(timeout)
     max_double = given.pop("max_double", DEFAULT_MAX_DOUBLE)
     if isinstance(max_double, bool) or not isinstance(max_double, int) or max_double < 0:
         raise LabUsageError(f"max double cases must be >= 0 (0: all), not {max_double}")

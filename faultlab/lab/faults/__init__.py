@@ -1,5 +1,6 @@
 # How a target is hurt: SIGKILL and the crash phase every fault shares, the live
-# faults, power loss and torn writes derived offline, corruption of the log.
+# faults, power loss and torn writes derived offline, corruption of the log;
+# a fault as a value (`Fault`, fault.py) and the classic drive's table of them.
 from __future__ import annotations
 
 from faultlab.lab.faults.corruption import (
@@ -9,10 +10,14 @@ from faultlab.lab.faults.corruption import (
     plan_corrupt_cases,
     run_corrupt_case,
 )
-from faultlab.lab.faults.live import (
-    LIVE_FAULTS,
+from faultlab.lab.faults.fault import (
+    Fault,
+    Planning,
+    fault_named,
+    parse_fault_names,
     plan_fault_cases,
 )
+from faultlab.lab.faults.live import LIVE_FAULTS
 from faultlab.lab.faults.powerloss import (
     OFFLINE_CODES,
     check_state,
@@ -23,7 +28,6 @@ from faultlab.lab.faults.powerloss import (
 )
 from faultlab.lab.faults.powerstates import (
     PAGE,
-    POWER_FAULTS,
     CrashState,
     FileState,
     UnsupportedTrace,
@@ -41,7 +45,7 @@ from faultlab.lab.faults.sigkill import (
     recover,
     run_case,
 )
-from faultlab.lab.faults.table import CLASSIC_FAULTS, Fault, Planning, classic_fault
+from faultlab.lab.faults.table import CLASSIC_FAULTS, classic_fault
 
 __all__ = [
     "CLASSIC_FAULTS",
@@ -49,7 +53,6 @@ __all__ = [
     "LIVE_FAULTS",
     "OFFLINE_CODES",
     "PAGE",
-    "POWER_FAULTS",
     "Act",
     "CrashPhase",
     "CrashState",
@@ -65,8 +68,10 @@ __all__ = [
     "crash_states",
     "damage_committed_line",
     "derive_states",
+    "fault_named",
     "file_states",
     "offline_rate",
+    "parse_fault_names",
     "plan_corrupt_cases",
     "plan_fault_cases",
     "plan_power_cases",

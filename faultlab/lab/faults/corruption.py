@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from faultlab.lab.faults.sigkill import crash_phase
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.verdicts import hung
 from faultlab.lab.process.reference import (
     LabOptions,
     Reference,
@@ -140,8 +141,8 @@ def run_corrupt_case(case: Case, reference: Reference, options: LabOptions) -> C
         repaired = read_bytes(log_path)
         resume = run_to_exit(make_child(options, case.scenario, session, "resume", "resume"),
                               options.timeout)  # fmt: skip
-    except ChildHung as hung:
-        return result("hung", [Violation("CHILD_HUNG", f"recovery of {case.id}: {hung}")])
+    except ChildHung as exc:
+        return result(*hung(f"recovery of {case.id}: {exc}"))
     final = read_bytes(log_path)
     for name, data in (("repaired", repaired), ("final", final)):
         (where / f"{name}.jsonl").write_bytes(data)

@@ -28,6 +28,7 @@ from faultlab.lab.faults.sigkill import crash_phase, recover
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.double import FirstCrash, check_double
+from faultlab.lab.oracle.verdicts import drifted, hung
 from faultlab.lab.process.reference import (
     LabOptions,
     Reference,
@@ -122,8 +123,8 @@ def resume_occurrences(
                 return (), f"the repair after {first} exited {repaired.returncode}"
         resume = make_child(options, case.scenario, session, "resume", "resume")
         status = run_to_exit(resume, options.timeout)
-    except ChildHung as hung:
-        return (), f"the recovery after {first} hung: {hung}"
+    except ChildHung as exc:
+        return (), f"the recovery after {first} hung: {exc}"
     finally:
         shutil.rmtree(where, ignore_errors=True)
     if status.returncode != 0:
@@ -270,7 +271,7 @@ def run_double_case(case: Case, reference: Reference, options: LabOptions) -> Ca
                     f"the resume after {first} exited with status {status.returncode} without "
                     f"reaching {second} (its fault-free recovery did)"
                 )
-                return result("drift", [Violation("DRIFT", detail)], detail)
+                return result(*drifted(detail), detail)
             resume.kill()
             resume.wait(options.timeout)
         write_trace(where / "resume-trace.jsonl", resume.trace)
@@ -281,7 +282,7 @@ def run_double_case(case: Case, reference: Reference, options: LabOptions) -> Ca
             crashed=store.parse(again_bytes, log_path), crashed_bytes=again_bytes,
             artifacts=artifacts,
         )  # fmt: skip
-    except ChildHung as hung:
-        return result("hung", [Violation("CHILD_HUNG", f"recovery of {case.id}: {hung}")])
+    except ChildHung as exc:
+        return result(*hung(f"recovery of {case.id}: {exc}"))
     violations = check_double(first_crash, observation)
     return result("fail" if violations else "pass", violations)

@@ -42,7 +42,14 @@ class IoFault:
     op: str  # "write" or "sync" (docs/probe-protocol.md, fail-next-flush)
     errno: str
 
+    @property
+    def summary(self) -> str:
+        call = {"write": "write", "sync": "fsync"}[self.op]
+        return f"the next flush's {call} fails with {self.errno}"
 
+
+# The family by fault name (the classic drive's table, table.py, has one
+# entry per name, each bound to its IoFault).
 IO_FAULTS: dict[str, IoFault] = {
     "io-error": IoFault("write", "EIO"),
     "io-error-enospc": IoFault("write", "ENOSPC"),
@@ -53,33 +60,31 @@ IO_FAULTS: dict[str, IoFault] = {
 _ATTEMPTS = {"write": ("flush", "write"), "sync": ("flush", "fsync", "fsync-failed")}
 
 
-def flush_follows(trace: Sequence[ProbeReport], index: int, fault: str) -> bool:
+def flush_follows(trace: Sequence[ProbeReport], index: int, fault: IoFault) -> bool:
     """Whether the reference run attempts a flush after ``trace[index]``: the
     armed failure needs one to hit.  A target that reports none of these facts
     at all keeps every case (it then fails FAULT_NOT_INJECTED, never a pass)."""
-    kinds = _ATTEMPTS[IO_FAULTS[fault].op]
+    kinds = _ATTEMPTS[fault.op]
     if not any(m.get("fact") in kinds for m in trace):
         return True
     return any(m.get("fact") in kinds for m in trace[index + 1 :])
 
 
-def inject(fault: str) -> Act:
+def inject(fault: IoFault) -> Act:
     """The act of a parked case: arm the failure, then let the child go on."""
-    spec = IO_FAULTS[fault]
 
     def act(child: Child) -> bool:
-        child.reply("fail-next-flush", op=spec.op, errno=spec.errno)
+        child.reply("fail-next-flush", op=fault.op, errno=fault.errno)
         return False
 
     return act
 
 
-def check_io_error(fault: str) -> ExtraChecks:
+def check_io_error(fault: IoFault) -> ExtraChecks:
     """G9 for every io fault; after a failed fsync also fsyncgate's two checks."""
-    spec = IO_FAULTS[fault]
 
     def check(obs: Observation, status: ChildExit | None) -> list[Violation]:
-        if spec.op != "sync":
+        if fault.op != "sync":
             return check_fail_closed(obs, status) + _durable_after_run(obs, obs.trace)
         trace = with_failed_fsync(obs.trace)
         trusted, corrected = _trusted_flushes(trace)

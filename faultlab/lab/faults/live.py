@@ -23,13 +23,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from faultlab.lab.errors import LabUsageError
-from faultlab.lab.faults.ioerror import IO_FAULTS, check_io_error, flush_follows, inject
+from faultlab.lab.faults.ioerror import IO_FAULTS, IoFault, check_io_error, inject
 from faultlab.lab.faults.sigkill import run_case
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.checks import event_key
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.live import check_aborted, check_graceful_close
+from faultlab.lab.oracle.verdicts import drifted, hang, hung
 from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.reference import (
     LabOptions,
@@ -44,10 +44,13 @@ from faultlab.lab.process.target import session_files
 from faultlab.lab.read.view import LogView
 
 __all__ = [
+    "CANCEL_WHERE",
+    "IO_WHERE",
     "LIVE_FAULTS",
     "LIVE_WHERE",
-    "check_fault_at",
-    "plan_fault_cases",
+    "REPAIR_WHERE",
+    "SECOND_WRITER_WHERE",
+    "SIGTERM_WHERE",
     "run_cancel_case",
     "run_crash_in_repair_case",
     "run_io_case",
@@ -55,49 +58,27 @@ __all__ = [
     "run_sigterm_case",
 ]
 
-# fault -> the boundaries whose every occurrence is a case
-_IO_WHERE = ("request/logged", "tool/logged", "step/logged", "turn/logged")
+# The boundaries whose every (top-level) occurrence is a case of each live
+# fault: the fault tables (table.py, acp/faults.py) bind them as `where`.
+IO_WHERE = ("request/logged", "tool/logged", "step/logged", "turn/logged")
+CANCEL_WHERE = ("tool/logged",)
+SIGTERM_WHERE = (
+    "turn/started", "request/logged", "request/durable", "model/chunk",
+    "assistant/recorded", "tool/logged", "tool/durable", "tool/effect", "tool/returned",
+    "step/logged", "step/durable", "turn/logged", "turn/durable",
+)  # fmt: skip
+REPAIR_WHERE = ("request/durable", "tool/durable", "tool/effect")
+SECOND_WRITER_WHERE = ("request/durable", "tool/durable")
 LIVE_WHERE: dict[str, tuple[str, ...]] = {
-    **{fault: _IO_WHERE for fault in IO_FAULTS},
-    "cancel-in-checkpoint": ("tool/logged",),
-    "sigterm": (
-        "turn/started", "request/logged", "request/durable", "model/chunk",
-        "assistant/recorded", "tool/logged", "tool/durable", "tool/effect", "tool/returned",
-        "step/logged", "step/durable", "turn/logged", "turn/durable",
-    ),
-    "crash-in-repair": ("request/durable", "tool/durable", "tool/effect"),
-    "second-writer": ("request/durable", "tool/durable"),
-}  # fmt: skip
+    **dict.fromkeys(IO_FAULTS, IO_WHERE),
+    "cancel-in-checkpoint": CANCEL_WHERE,
+    "sigterm": SIGTERM_WHERE,
+    "crash-in-repair": REPAIR_WHERE,
+    "second-writer": SECOND_WRITER_WHERE,
+}
 LIVE_FAULTS = tuple(LIVE_WHERE)
 # Where the resumed child is killed while it commits its repair.
 _REPAIR_POINTS = ("repair/logged#1", "flush/written#1", "repair/durable#1")
-
-
-def check_fault_at(fault: str, boundary: str) -> None:
-    """A live fault asked for at a boundary it is never injected at is a
-    usage error, said before anything runs (cancel-in-checkpoint needs a
-    tool's checkpoint, tool/logged)."""
-    wanted = LIVE_WHERE.get(fault)
-    if wanted is not None and boundary not in wanted:
-        raise LabUsageError(
-            f"fault {fault!r} cannot be injected at {boundary}: it needs one of "
-            f"{', '.join(wanted)}"
-        )
-
-
-def plan_fault_cases(reference: Reference, fault: str) -> list[Case]:
-    """Every occurrence where `fault` applies, in trace order."""
-    wanted = LIVE_WHERE[fault]
-    cases = []
-    for index, message in enumerate(reference.trace):
-        if message.get("boundary") not in wanted:
-            continue
-        if message.get("parentCallId") is not None:
-            continue  # nested calls have no checkpoint of their own
-        if fault in IO_FAULTS and not flush_follows(reference.trace, index, fault):
-            continue  # no flush left to fail (every-event's last turn/logged)
-        cases.append(Case(reference.scenario_path, f"{message['boundary']}#{message['n']}", fault))
-    return cases
 
 
 def _signal(signum: int) -> Callable[[Child], bool]:
@@ -108,11 +89,11 @@ def _signal(signum: int) -> Callable[[Child], bool]:
     return act
 
 
-def run_io_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
-    """The next flush fails (its write or its fsync, EIO or ENOSPC: the case's fault)."""
-    return run_case(
-        case, reference, options, act=inject(case.fault), checks=check_io_error(case.fault)
-    )
+def run_io_case(
+    case: Case, reference: Reference, options: LabOptions, *, fault: IoFault
+) -> CaseResult:
+    """The next flush fails (its write or its fsync, EIO or ENOSPC: `fault`)."""
+    return run_case(case, reference, options, act=inject(fault), checks=check_io_error(fault))
 
 
 def run_sigterm_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
@@ -171,8 +152,8 @@ def run_crash_in_repair_case(case: Case, reference: Reference, options: LabOptio
                 killer.wait(options.timeout)
             run_to_exit(make_child(options, case.scenario, session, "repair", "again"),
                          options.timeout)  # fmt: skip
-        except ChildHung as hung:
-            violations.append(Violation("CHILD_HUNG", f"repair killed at {point}: {hung}"))
+        except ChildHung as exc:
+            violations.append(hang(f"repair killed at {point}: {exc}"))
             continue
         converged = store.view(session)
         if _normal(converged) != _normal(uninterrupted):
@@ -216,7 +197,8 @@ def run_second_writer_case(case: Case, reference: Reference, options: LabOptions
         with first:
             if first.run_until_parked_or_exit(options.timeout) is None:
                 first.wait(options.timeout)
-                return CaseResult(case, "drift", (Violation("DRIFT", "never parked"),))
+                verdict, violations = drifted("never parked")
+                return CaseResult(case, verdict, tuple(violations))
             before = store.take(session)
             lock = session / f"{store.log_name}.lock"  # docs/log-format.md 6.4
             held = _lock_state(lock)
@@ -246,9 +228,9 @@ def run_second_writer_case(case: Case, reference: Reference, options: LabOptions
             while first.run_until_parked_or_exit(options.timeout) is not None:
                 first.reply("continue")
             done = first.wait(options.timeout)
-    except ChildHung as hung:
-        return CaseResult(case, "hung", (Violation("CHILD_HUNG", str(hung)),),
-                          time.monotonic() - started)  # fmt: skip
+    except ChildHung as exc:
+        verdict, violations = hung(str(exc))
+        return CaseResult(case, verdict, tuple(violations), time.monotonic() - started)
     final = store.view(session)
     forked = [p for p in final.problems if p.code in ("SEQ_GAP", "SEQ_DUPLICATE")]
     if forked or _normal(final) != _normal(reference.log):

@@ -1,6 +1,8 @@
 # The `power-loss` and `torn-write` faults as cases: one per `flush/written`
 # occurrence of the fault-free run, each judged on the crash states derived
-# offline from that one run (powerstates.py).  Each state is checked offline
+# offline from that one run (powerstates.py); the two differ only in `torn`
+# (a prefix of the unsynced bytes survives), which the classic drive's fault
+# table (table.py) binds into each entry.  Each state is checked offline
 # for the durable-log guarantees (G1, G2, G4, G5, and G7 on the lab's expected
 # repair); one representative state per case is then written into a fresh
 # session directory and recovered by the real target (`--resume
@@ -20,9 +22,7 @@ from typing import Any
 
 import orjson
 
-from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.powerstates import (
-    POWER_FAULTS,
     WRITTEN,
     CrashState,
     UnsupportedTrace,
@@ -44,6 +44,7 @@ from faultlab.lab.oracle.checks import (
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.expected import after_repair, expected_repair
 from faultlab.lab.oracle.validity import check_history
+from faultlab.lab.oracle.verdicts import drifted, hung
 from faultlab.lab.process.records import LedgerRecord
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference, slug, write_trace
 from faultlab.lab.process.spawn import ChildHung
@@ -116,21 +117,21 @@ def check_state(state: CrashState, reference: Reference) -> list[Violation]:
 # -- cases ------------------------------------------------------------------
 
 
-def crash_states(reference: Reference, occurrence: str, fault: str) -> list[CrashState]:
-    """Every crash state of ``fault`` at ``occurrence``: a JSONL log's cut
-    from its final bytes (powerstates.py), a SQLite database's rebuilt from
-    the traced writes (sqlitestates.py)."""
+def crash_states(reference: Reference, occurrence: str, *, torn: bool) -> list[CrashState]:
+    """Every crash state of a power loss (`torn`: a prefix of the unsynced
+    bytes survives) at ``occurrence``: a JSONL log's cut from its final bytes
+    (powerstates.py), a SQLite database's rebuilt from the traced writes
+    (sqlitestates.py)."""
     if reference.backend == "sqlite":
-        return sqlite_states(reference, occurrence, fault)
-    return derive_states(reference, occurrence, fault)
+        return sqlite_states(reference, occurrence, torn=torn)
+    return derive_states(reference, occurrence, torn=torn)
 
 
 def plan_power_cases(reference: Reference, fault: str) -> list[Case]:
-    """One case per ``flush/written`` occurrence of the reference run.  A target
-    that cannot run the fault still gets one case, which reports
-    FAULT_UNSUPPORTED instead of passing silently."""
-    if fault not in POWER_FAULTS:
-        raise LabUsageError(f"fault {fault!r} is not one of {', '.join(POWER_FAULTS)}")
+    """The cases of power fault `fault` (its name): one per ``flush/written``
+    occurrence of the reference run.  A target that cannot run the fault
+    still gets one case, which reports FAULT_UNSUPPORTED instead of passing
+    silently."""
     occurrences = [o for o in reference.occurrences if o.partition("#")[0] == WRITTEN]
     untraceable = bool(reference.trace_unsupported)
     if untraceable or unsupported(file_trace(reference)) is not None or not occurrences:
@@ -155,8 +156,11 @@ def _ledger_at(reference: Reference, prefix: Sequence[Mapping[str, Any]]) -> lis
     return kept
 
 
-def run_power_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:
-    """Derive and check every crash state of ``case`` offline, then recover one
+def run_power_case(
+    case: Case, reference: Reference, options: LabOptions, *, torn: bool
+) -> CaseResult:
+    """Derive and check every crash state of ``case`` (`torn`: a prefix of
+    the unsynced bytes survives, torn-write) offline, then recover one
     representative state with the real target and run the full oracle on it."""
     started = time.monotonic()
     where = options.workdir / "cases" / slug(case.id)
@@ -167,8 +171,6 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
             case, verdict, tuple(violations), time.monotonic() - started, detail, artifacts
         )
 
-    if case.fault not in POWER_FAULTS:
-        raise LabUsageError(f"fault {case.fault!r} is not one of {', '.join(POWER_FAULTS)}")
     if reference.returncode != 0:
         message = f"the fault-free run exited with status {reference.returncode}"
         return result(
@@ -188,9 +190,9 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
     if reason is None:
         if case.occurrence not in reference.occurrences:
             message = f"the fault-free run never reached {case.occurrence}"
-            return result("drift", [Violation("DRIFT", message)], message)
+            return result(*drifted(message), message)
         try:
-            states = crash_states(reference, case.occurrence, case.fault)
+            states = crash_states(reference, case.occurrence, torn=torn)
         except UnsupportedTrace as exc:
             reason = str(exc)
     if reason is not None:
@@ -202,7 +204,7 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
         return result("error", [violation], _truth(reference, reason))
 
     shutil.rmtree(where, ignore_errors=True)
-    chosen = representative(states, case.fault)
+    chosen = representative(states, torn=torn)
     offline: list[Violation] = []
     summary = []
     saved = 0
@@ -236,9 +238,9 @@ def run_power_case(case: Case, reference: Reference, options: LabOptions) -> Cas
 
     try:
         recovered = _recover(case, reference, options, chosen, where, artifacts)
-    except ChildHung as hung:
-        violation = Violation("CHILD_HUNG", f"recovery of {case.id} [{chosen.label}]: {hung}")
-        return result("hung", [violation, *offline, *check_state(chosen, reference)], detail)
+    except ChildHung as exc:
+        message = f"recovery of {case.id} [{chosen.label}]: {exc}"
+        return result(*hung(message, *offline, *check_state(chosen, reference)), detail)
     violations = [*_tagged(recovered, chosen.label), *offline]
     return result("fail" if violations else "pass", violations, detail)
 
@@ -322,15 +324,16 @@ def offline_rate(
         reference = run_reference(path, load_scenario(path), options)
         if reference.returncode != 0:
             raise RuntimeError(f"the fault-free run of {path} failed: {reference.stderr}")
-        cases = [c for fault in POWER_FAULTS for c in plan_power_cases(reference, fault)]
+        points = [c.occurrence for c in plan_power_cases(reference, "power-loss")]
         budget = 0.2 if quick else 1.0
         states = 0
         began = time.perf_counter()
         while True:
-            for case in cases:
-                for state in crash_states(reference, case.occurrence, case.fault):
-                    check_state(state, reference)
-                    states += 1
+            for occurrence in points:
+                for torn in (False, True):  # power-loss, then torn-write
+                    for state in crash_states(reference, occurrence, torn=torn):
+                        check_state(state, reference)
+                        states += 1
             offline_seconds = time.perf_counter() - began
             if offline_seconds >= budget:
                 break

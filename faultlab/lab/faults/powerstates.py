@@ -8,9 +8,9 @@
 # moment are a prefix of its final bytes.  One reference run therefore yields every crash
 # state at every `flush/written` occurrence without another process:
 #   power-loss  each file cut back to its last fsynced size ("synced")
-#   torn-write  as power-loss, but a prefix of the unsynced bytes survives,
-#               cut in the middle of a line, on a line boundary, and at each
-#               4 KiB page boundary inside the unsynced range
+#   torn-write  as power-loss, but a prefix of the unsynced bytes survives
+#               (`torn`), cut in the middle of a line, on a line boundary, and
+#               at each 4 KiB page boundary inside the unsynced range
 # This module owns the file rules and the states, pure functions of a trace and
 # log bytes; checking the states and running the cases is powerloss.py's.
 # It never imports the runtime.
@@ -31,7 +31,6 @@ from faultlab.lab.read.view import LogView
 __all__ = [
     "FILE_FACTS",
     "PAGE",
-    "POWER_FAULTS",
     "WRITTEN",
     "CrashState",
     "FileState",
@@ -46,7 +45,6 @@ __all__ = [
     "unsupported",
 ]
 
-POWER_FAULTS = ("power-loss", "torn-write")
 WRITTEN = "flush/written"
 PAGE = 4096
 # A batch of many lines (a long stream, or a target that never fsyncs) would
@@ -269,15 +267,13 @@ def _log_path(prefix: Sequence[Mapping[str, Any]]) -> str:
 
 
 def states_at(
-    prefix: Sequence[Mapping[str, Any]], final: bytes, fault: str, log_path: str | None = None
+    prefix: Sequence[Mapping[str, Any]], final: bytes, *, torn: bool, log_path: str | None = None
 ) -> list[CrashState]:
     """The crash states of the log at the end of ``prefix`` (a trace cut just
     after a ``flush/written``), given bytes of which every content the log
     held is a prefix (its final bytes, or the file as a SIGKILL left it).
     ``log_path``: the log's name in the trace's facts (default: the file
     the ``flush/written`` report names)."""
-    if fault not in POWER_FAULTS:
-        raise LabUsageError(f"fault {fault!r} is not one of {', '.join(POWER_FAULTS)}")
     reason = unsupported(prefix)
     if reason is not None:
         raise UnsupportedTrace(reason)
@@ -293,7 +289,7 @@ def states_at(
     if log.durable is None:
         return [CrashState("vanished", None, trace, 0, log.written)]
     synced = CrashState("synced", final[: log.synced], trace, log.synced, log.written)
-    if fault == "power-loss":
+    if not torn:
         return [synced]
     cuts = _torn_offsets(final, log.synced, log.written)
     if not cuts:
@@ -331,25 +327,26 @@ def _torn_offsets(data: bytes, low: int, high: int) -> dict[int, list[str]]:
     return cuts
 
 
-def derive_states(reference: Reference, occurrence: str, fault: str) -> list[CrashState]:
-    """Every crash state of ``fault`` at ``occurrence`` (``flush/written#k``),
+def derive_states(reference: Reference, occurrence: str, *, torn: bool) -> list[CrashState]:
+    """Every crash state of a power loss (`torn`: keeping a prefix of the
+    unsynced bytes) at ``occurrence`` (``flush/written#k``),
     from the reference run's trace and final log bytes alone.  A SQLite run's
     log is not append-only: its states are rebuilt from the traced written
     bytes (sqlitestates.py; powerloss.py's `crash_states` picks the right one)."""
     if reference.backend == "sqlite":
         raise UnsupportedTrace("a SQLite log is not a prefix of its final bytes")
     prefix = crash_prefix(file_trace(reference), occurrence)
-    return states_at(prefix, reference.log_bytes, fault, truth_log_path(reference))
+    return states_at(prefix, reference.log_bytes, torn=torn, log_path=truth_log_path(reference))
 
 
-def representative(states: Sequence[CrashState], fault: str) -> CrashState:
+def representative(states: Sequence[CrashState], *, torn: bool) -> CrashState:
     """The state recovered by real processes: the synced one for power-loss,
     the last mid-line torn one for torn-write (a partial batch whose torn last
     line the loader must cut; for SQLite the last write cut at a page)."""
-    if fault == "torn-write":
-        torn = [s for s in states if "mid-line" in s.label] or [
+    if torn:
+        cut = [s for s in states if "mid-line" in s.label] or [
             s for s in states if "(page)" in s.label
         ]
-        if torn:
-            return torn[-1]
+        if cut:
+            return cut[-1]
     return states[0]

@@ -18,6 +18,7 @@ from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.checks import Observation, check_case
 from faultlab.lab.oracle.claims import cut_files_of
 from faultlab.lab.oracle.codes import Violation
+from faultlab.lab.oracle.verdicts import drifted, hung
 from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.reference import (
     LabOptions,
@@ -77,14 +78,14 @@ def crash_phase(
     with crash:
         try:
             parked = crash.run_until_parked_or_exit(options.timeout)
-            drifted = drift(crash.trace, reference)
+            off_path = drift(crash.trace, reference)
             if parked is None:
                 exited = crash.wait(options.timeout)
-                drifted = (
+                off_path = (
                     f"exited with status {exited.returncode} without reaching {case.occurrence}"
                 )
             elif act(crash):
-                pidfd = crash.kill_and_let_go() if let_go and drifted is None else None
+                pidfd = crash.kill_and_let_go() if let_go and off_path is None else None
                 if pidfd is not None:
                     gone = (crash, pidfd)
                 else:
@@ -96,14 +97,14 @@ def crash_phase(
                     while crash.run_until_parked_or_exit(options.timeout) is not None:
                         crash.reply("continue")  # a target parked twice: not ours to judge
                     status = crash.wait(options.timeout)
-                except ChildHung as hung:
+                except ChildHung as exc:
                     crash.kill()
-                    failure = ("hung", [Violation("CHILD_HUNG", f"after the fault: {hung}")], "")
-            if failure is None and drifted is not None:
-                failure = ("drift", [Violation("DRIFT", drifted)], drifted)
-        except ChildHung as hung:
+                    failure = (*hung(f"after the fault: {exc}"), "")
+            if failure is None and off_path is not None:
+                failure = (*drifted(off_path), off_path)
+        except ChildHung as exc:
             crash.kill()
-            failure = ("hung", [Violation("CHILD_HUNG", f"{case.occurrence}: {hung}")], "")
+            failure = (*hung(f"{case.occurrence}: {exc}"), "")
     write_trace(where / "trace.jsonl", crash.trace)
     return CrashPhase(tuple(crash.trace), status, failure, gone)
 
@@ -171,8 +172,8 @@ def run_case(
         )
         if real != observation:  # every other field is the same object: cheap
             violations = judge(real)
-    except ChildHung as hung:
-        return result("hung", [Violation("CHILD_HUNG", f"recovery of {case.id}: {hung}")])
+    except ChildHung as exc:
+        return result(*hung(f"recovery of {case.id}: {exc}"))
     finally:
         if after is not None:
             os.close(after)

@@ -198,8 +198,9 @@ def _state(
     return CrashState(label, log, trace, size, size, backend="sqlite", files=tuple(kept))
 
 
-def sqlite_states(reference: Reference, occurrence: str, fault: str) -> list[CrashState]:
-    """Every crash state of ``fault`` at ``occurrence`` of a SQLite reference
+def sqlite_states(reference: Reference, occurrence: str, *, torn: bool) -> list[CrashState]:
+    """Every crash state of a power loss (`torn`: keeping a prefix of the
+    unsynced writes) at ``occurrence`` of a SQLite reference
     run, rebuilt from its traced writes (needs the system-call ground truth)."""
     if reference.ground_truth != "syscalls":
         raise UnsupportedTrace(
@@ -216,7 +217,7 @@ def sqlite_states(reference: Reference, occurrence: str, fault: str) -> list[Cra
     synced = _state("synced", durable, root, db, prefix)
     if synced.log is None:
         synced = CrashState("vanished", None, prefix, backend="sqlite", files=synced.files)
-    if fault == "power-loss":
+    if not torn:
         return [synced]
     pending = [op for op in replayed.pending if op.path in durable]
     if not pending:

@@ -1,6 +1,7 @@
-# The ACP drive's in-process logic (faultlab/lab/acp/drive.py): which faults
-# `--drive acp` takes and in what order, the cases planned from a reference
-# trace, the agent command, the child a case would start (built, never
+# The ACP drive's in-process logic (faultlab/lab/acp/drive.py, its fault
+# table faultlab/lab/acp/faults.py): which faults `--drive acp` takes and in
+# what order, the cases planned from a reference trace, what tells its faults
+# apart, the agent command, the child a case would start (built, never
 # started), the `_meta.faultlab.nextPrompt` reader, and how `run_driven`
 # turns a client session's outcome or failure into a verdict.  No process
 # is started.
@@ -16,17 +17,16 @@ import acp
 import pytest
 
 from faultlab.lab.acp.drive import (
-    ACP_FAULTS,
     AcpOptions,
     Outcome,
     acp_target,
     meta_next,
-    parse_acp_faults,
-    plan_acp_cases,
     run_driven,
     session_files,
 )
+from faultlab.lab.acp.faults import ACP_FAULTS, CANCEL, KILL, STOP
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.faults.fault import Planning, all_names, parse_fault_names, plan_faults
 from faultlab.lab.oracle.case import Case
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import Reference
@@ -58,15 +58,28 @@ def reference(trace: tuple[dict[str, Any], ...] = TRACE) -> Reference:
     )  # fmt: skip
 
 
+def parse_acp_faults(names: list[str]) -> tuple[str, ...]:
+    return parse_fault_names(names, ACP_FAULTS, drive="acp")
+
+
+def plan_acp_cases(ref: Reference, names: list[str]) -> list[Case]:
+    """The cases of the faults `names` the drive's table plans without running
+    the target (double-sigkill, which does, is planned with the drive's options)."""
+    single = [name for name in names if not ACP_FAULTS[name].by_running]
+    return plan_faults(ACP_FAULTS, ref, single, Planning())
+
+
 def test_all_is_the_three_acp_faults_in_their_order() -> None:
-    assert ACP_FAULTS == ("sigkill", "sigterm", "acp-cancel")
-    assert parse_acp_faults(["all"]) == ACP_FAULTS
+    assert all_names(ACP_FAULTS) == ("sigkill", "sigterm", "acp-cancel")
+    assert parse_acp_faults(["all"]) == all_names(ACP_FAULTS)
     assert parse_acp_faults(["acp-cancel", "sigkill", "acp-cancel"]) == ("sigkill", "acp-cancel")
 
 
 def test_double_sigkill_is_accepted_and_comes_last() -> None:
     assert parse_acp_faults(["double-sigkill", "sigterm"]) == ("sigterm", "double-sigkill")
-    assert parse_acp_faults(["all", "double-sigkill"]) == (*ACP_FAULTS, "double-sigkill")
+    assert parse_acp_faults(["all", "double-sigkill"]) == (*all_names(ACP_FAULTS),
+                                                            "double-sigkill")  # fmt: skip
+    assert ACP_FAULTS["double-sigkill"].by_running and not ACP_FAULTS["double-sigkill"].in_all
 
 
 @pytest.mark.parametrize("fault", ["power-loss", "io-error-write", "sigkill-agent", "ALL"])
@@ -76,8 +89,18 @@ def test_a_fault_the_acp_drive_cannot_inject_is_refused_with_the_supported_ones(
     with pytest.raises(LabUsageError) as caught:
         parse_acp_faults(["sigkill", fault])
     message = str(caught.value)
-    assert f"fault {fault!r} is not supported with --drive acp" in message
+    assert f"unknown fault {fault!r} for the acp drive" in message
     assert "sigkill, sigterm, acp-cancel, double-sigkill" in message
+
+
+def test_the_faults_differ_by_the_act_bound_into_their_entries() -> None:
+    # A kill leaves the log a prefix of the reference's; a stop and a cancel
+    # let the agent run on, and only a stop must close the turn (G10).
+    assert (KILL.ran_on, KILL.graceful) == (False, False)
+    assert (STOP.ran_on, STOP.graceful) == (True, True)
+    assert (CANCEL.ran_on, CANCEL.graceful) == (True, False)
+    assert ACP_FAULTS["sigterm"].where == ACP_FAULTS["acp-cancel"].where
+    assert ACP_FAULTS["sigkill"].where is None
 
 
 def test_sigkill_is_planned_at_every_occurrence_in_trace_order() -> None:
@@ -100,15 +123,19 @@ def test_a_graceful_stop_is_planned_where_sigterm_applies_only(fault: str) -> No
     ]
 
 
-def test_cases_come_fault_by_fault_and_double_sigkill_is_not_planned_here() -> None:
-    cases = plan_acp_cases(reference(), ["double-sigkill", "acp-cancel", "sigkill"])
+def test_cases_come_fault_by_fault_in_table_order() -> None:
+    cases = plan_acp_cases(reference(), ["acp-cancel", "sigkill"])
     faults = [c.fault for c in cases]
     assert faults == ["sigkill"] * 6 + ["acp-cancel"] * 4
-    assert plan_acp_cases(reference(), ["double-sigkill"]) == []
+
+
+def test_double_sigkill_is_planned_with_the_drive_options_only() -> None:
+    with pytest.raises(LabUsageError, match="double-sigkill cases are planned with the drive"):
+        plan_faults(ACP_FAULTS, reference(), ["double-sigkill"], Planning())
 
 
 def test_a_trace_without_boundaries_plans_nothing() -> None:
-    assert plan_acp_cases(reference(({"fact": "write"},)), list(ACP_FAULTS)) == []
+    assert plan_acp_cases(reference(({"fact": "write"},)), list(all_names(ACP_FAULTS))) == []
 
 
 def test_the_default_agent_is_the_reference_acp_runtime_in_this_interpreter() -> None:

@@ -1,7 +1,8 @@
-# The black-box drive's in-process logic (faultlab/lab/blackbox/drive.py):
-# what `BlackboxOptions` refuses, the cases planned from the gate's records
-# of a fault-free run (every occurrence x delay x repeat, per fault, in that
-# order, each case id a kill point that parses back to itself), and the
+# The black-box drive's in-process logic (faultlab/lab/blackbox/drive.py, its
+# fault table faultlab/lab/blackbox/faults.py): what `BlackboxOptions`
+# refuses, the cases planned from the gate's records of a fault-free run
+# (every occurrence x delay x repeat, per fault, in that order, each case id
+# a kill point that parses back to itself), what tells its faults apart, and the
 # helpers that read a case's records: the final answer of one agent run,
 # the reference run's status, the records file and a stderr tail.  No agent,
 # server or process is started (the agent is the bundled `reference`
@@ -15,7 +16,8 @@ import pytest
 
 from faultlab.lab.agents.launch import agent_launcher
 from faultlab.lab.blackbox import drive
-from faultlab.lab.blackbox.drive import BLACKBOX_FAULTS, BlackboxOptions, plan_blackbox_cases
+from faultlab.lab.blackbox.drive import AgentKill, BlackboxOptions
+from faultlab.lab.blackbox.faults import BLACKBOX_FAULTS, plan_blackbox_cases
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.process.reference import Reference
 from faultlab.lab.read.view import LogView
@@ -55,8 +57,8 @@ def test_the_defaults_are_the_documented_delays_once_each(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(("fields", "problem"), [
-    ({"timeout": 0}, "timeout must be positive, not 0"),
-    ({"timeout": -1.5}, "timeout must be positive, not -1.5"),
+    ({"timeout": 0}, "timeout must be a number of seconds from 0.1 to 86400, not 0"),
+    ({"timeout": -1.5}, "timeout must be a number of seconds from 0.1 to 86400, not -1.5"),
     ({"repeats": 0}, "repeats must be at least 1, not 0"),
     ({"delays_ms": (0, 60_001)}, "model/request#1: delay must be 0 to 60000 ms, not 60001"),
     ({"delays_ms": (-1,)}, "model/request#1: delay must be 0 to 60000 ms, not -1"),
@@ -112,11 +114,35 @@ def test_a_planned_case_names_a_kill_point_that_parses_back(tmp_path: Path) -> N
 
 
 def test_a_fault_no_agent_case_can_inject_is_refused(tmp_path: Path) -> None:
-    assert BLACKBOX_FAULTS == ("sigkill", "sigkill-agent")
+    assert tuple(BLACKBOX_FAULTS) == ("sigkill", "sigkill-agent")
     with pytest.raises(LabUsageError) as caught:
         plan_blackbox_cases(reference(), options(tmp_path), ["sigkill", "sigterm"])
-    assert str(caught.value) == ("fault 'sigterm' is not supported with --agent "
-                                 "(supported: sigkill, sigkill-agent)")  # fmt: skip
+    assert str(caught.value) == ("unknown fault 'sigterm' for the agent drive "
+                                 "(its faults: sigkill, sigkill-agent)")  # fmt: skip
+
+
+class _Process:
+    """Stands in for a ContainedProcess (the kill itself is the integration
+    tests' business): records which kill an `AgentKill` chose."""
+
+    def __init__(self) -> None:
+        self.killed: list[str] = []
+
+    def kill_tree(self) -> None:
+        self.killed.append("tree")
+
+    def kill_agent(self) -> None:
+        self.killed.append("agent")
+
+
+def test_the_agent_faults_differ_by_what_their_kill_spares() -> None:
+    # sigkill: the whole tree; sigkill-agent: the agent's group only, the
+    # rest let finish (the rig releases the gate with survivors_proceed).
+    for spares, expected in ((False, ["tree"]), (True, ["agent"])):
+        process = _Process()
+        AgentKill(spares_others=spares).apply(process)  # type: ignore[arg-type]
+        assert process.killed == expected
+    assert all(f.in_all and f.where is None for f in BLACKBOX_FAULTS.values())
 
 
 def test_a_run_that_reached_nothing_plans_nothing(tmp_path: Path) -> None:

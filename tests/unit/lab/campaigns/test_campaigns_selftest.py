@@ -59,8 +59,8 @@ def test_a_good_registry_resolves_scripts_scenarios_and_cases(tmp_path: Path) ->
         (('bug = "b"', 'bug = "b"\nbackend = "csv"'), "'backend': unknown backend 'csv'"),
         (('bug = "b"', 'bug = "b"\ndrive = "tcp"'), "'drive': unknown drive 'tcp'"),
         (('bug = "b"', 'bug = "b"\ndrive = "acp"\nfaults = ["io-error"]'),
-         "field 'faults': unknown fault 'io-error' (faults: sigkill, sigterm, acp-cancel, "
-         "double-sigkill)"),
+         "field 'faults': unknown fault 'io-error' for the acp drive (its faults: sigkill, "
+         "sigterm, acp-cancel, double-sigkill)"),
         (('fault = "sigkill"', 'fault = "sigkill", check_determinism = 1'), "must be true or"),
     ],
 )

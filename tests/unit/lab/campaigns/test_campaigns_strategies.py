@@ -147,7 +147,7 @@ def test_parallel_groups_are_repeatable() -> None:
         (lambda: fs.faults(include=()), "non-empty sequence"),
         (lambda: fs.cases(faults=("nope",)), "unknown 'nope'"),
         (lambda: fs.cases(scenarios=42), "scenarios must be a strategy"),  # type: ignore[arg-type]
-        (lambda: fs.cases(timeout=0), "timeout must be a positive number"),
+        (lambda: fs.cases(timeout=0), "timeout must be a number of seconds from 0.1"),
         (lambda: fs.kill_points("x.toml"), "scenario must be a Scenario"),  # type: ignore[arg-type]
     ],
 )

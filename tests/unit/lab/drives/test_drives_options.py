@@ -84,5 +84,5 @@ def test_what_all_means_per_drive(name: str, options: dict[str, str],
 
 def test_a_timeout_must_be_positive_for_every_drive(tmp_path: Path) -> None:
     for name, options in (("classic", {}), ("agent", {"agent": "reference"})):
-        with pytest.raises(LabUsageError, match="timeout must be positive"):
+        with pytest.raises(LabUsageError, match=r"timeout must be a number of seconds from 0\.1"):
             make_drive(name, workdir=tmp_path, timeout=0, **options)

@@ -91,14 +91,14 @@ def test_an_io_case_needs_a_flush_after_the_armed_point() -> None:
     flush = {"fact": "flush", "ok": True, "first": 1, "last": 1}
     turn = {"boundary": "turn/logged", "n": 1}
     trace = [_write(0, 10), _fsync(10), flush, turn, {"boundary": "turn/durable", "n": 1}]
-    for fault in IO_FAULTS:
+    for fault in IO_FAULTS.values():
         assert flush_follows(trace, 0, fault)
         assert not flush_follows(trace, 3, fault)  # every-event's last turn/logged
 
 
 def test_a_target_without_flush_facts_keeps_every_case() -> None:
     trace = [{"boundary": "turn/logged", "n": 1}]
-    assert all(flush_follows(trace, 0, fault) for fault in IO_FAULTS)
+    assert all(flush_follows(trace, 0, fault) for fault in IO_FAULTS.values())
 
 
 def test_write_and_fsync_failures_are_separate_faults() -> None:

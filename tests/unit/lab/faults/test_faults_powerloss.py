@@ -29,8 +29,8 @@ def test_every_state_of_a_durable_target_passes() -> None:
     run.turn()
     ref = run.reference()
     for k in (1, 2, 3):
-        for fault in ("power-loss", "torn-write"):
-            for state in derive_states(ref, f"flush/written#{k}", fault):
+        for torn in (False, True):  # power-loss, torn-write
+            for state in derive_states(ref, f"flush/written#{k}", torn=torn):
                 assert check_state(state, ref) == [], state.label
 
 
@@ -38,7 +38,7 @@ def test_flushes_claimed_ok_but_never_fsynced_are_lost_work() -> None:
     run = Run(fsync=False)
     run.turn()
     ref = run.reference()
-    (state,) = derive_states(ref, "flush/written#3", "power-loss")
+    (state,) = derive_states(ref, "flush/written#3", torn=False)
     found = check_state(state, ref)
     codes = [v.code for v in found]
     assert codes == ["REQUEST_ENVELOPE_LOST", "TOOL_INTENT_LOST", "SETTLED_STEP_LOST"]
@@ -52,7 +52,7 @@ def test_a_lost_turn_end_is_a_completed_turn_lost() -> None:
     run.turn()
     run.flush(run.event("turn/start", turn=1))
     ref = run.reference()
-    (state,) = derive_states(ref, "flush/written#4", "power-loss")
+    (state,) = derive_states(ref, "flush/written#4", torn=False)
     assert "COMPLETED_TURN_LOST" in {v.code for v in check_state(state, ref)}
 
 
@@ -60,7 +60,7 @@ def test_a_torn_state_of_a_non_fsyncing_target_fails_with_its_label() -> None:
     run = Run(fsync=False)
     run.turn()
     ref = run.reference()
-    states = derive_states(ref, "flush/written#2", "torn-write")
+    states = derive_states(ref, "flush/written#2", torn=True)
     first = check_state(states[0], ref)
     assert {v.code for v in first} == {"REQUEST_ENVELOPE_LOST", "SETTLED_STEP_LOST"}
     assert all(v.evidence["state"] == states[0].label for v in first)
@@ -74,7 +74,7 @@ def test_g7_is_checked_on_the_expected_repair_of_the_state() -> None:
     )
     run.flush(run.event("step/start", turn=0, step=0))
     ref = run.reference()
-    (state,) = derive_states(ref, "flush/written#2", "power-loss")
+    (state,) = derive_states(ref, "flush/written#2", torn=False)
     (violation,) = check_state(state, ref)
     assert violation.code == "PROVIDER_INVALID_HISTORY"
     assert violation.evidence["log"] == "expected-repair"
@@ -84,7 +84,7 @@ def test_a_state_that_is_not_a_prefix_of_the_reference_is_reported() -> None:
     run = Run()
     run.turn()
     ref = run.reference()
-    (state,) = derive_states(ref, "flush/written#3", "power-loss")
+    (state,) = derive_states(ref, "flush/written#3", torn=False)
     other = Run()
     other.flush(other.event("turn/start", turn=7))
     shifted = replace(ref, log=other.reference().log)
@@ -99,8 +99,8 @@ def test_the_world_keeps_the_effects_applied_before_the_crash_point() -> None:
     run.turn()
     ledger = ({"callId": "c0", "tool": "charge", "arguments": {}, "key": None},)
     ref = run.reference(ledger)
-    (before,) = derive_states(ref, "flush/written#2", "power-loss")
-    (after,) = derive_states(ref, "flush/written#3", "power-loss")
+    (before,) = derive_states(ref, "flush/written#2", torn=False)
+    (after,) = derive_states(ref, "flush/written#3", torn=False)
     assert _ledger_at(ref, before.trace) == []
     assert _ledger_at(ref, after.trace) == list(ledger)
 
@@ -121,7 +121,7 @@ def test_a_target_without_write_facts_gets_one_unsupported_case(tmp_path: Path) 
     ref = run.reference()
     assert unsupported(ref.trace) is not None
     (case,) = plan_power_cases(ref, "power-loss")
-    result = run_power_case(case, ref, LabOptions(reference_target(), tmp_path))
+    result = run_power_case(case, ref, LabOptions(reference_target(), tmp_path), torn=False)
     assert result.verdict == "error" and result.codes == ("FAULT_UNSUPPORTED",)
     assert "no write facts" in result.violations[0].message
     assert GUARANTEES["FAULT_UNSUPPORTED"][0] == "lab"
@@ -134,7 +134,7 @@ def test_a_target_that_never_reaches_flush_written_is_unsupported(tmp_path: Path
     run.trace = [m for m in run.trace if m.get("boundary") != "flush/written"]
     ref = run.reference()
     (case,) = plan_power_cases(ref, "torn-write")
-    result = run_power_case(case, ref, LabOptions(reference_target(), tmp_path))
+    result = run_power_case(case, ref, LabOptions(reference_target(), tmp_path), torn=True)
     assert result.verdict == "error" and result.codes == ("FAULT_UNSUPPORTED",)
     assert "never reaches flush/written" in result.violations[0].message
 
@@ -144,5 +144,5 @@ def test_an_occurrence_the_reference_never_reached_drifts(tmp_path: Path) -> Non
     run.turn()
     ref = run.reference()
     case = Case(ref.scenario_path, "flush/written#9", "power-loss")
-    result = run_power_case(case, ref, LabOptions(reference_target(), tmp_path))
+    result = run_power_case(case, ref, LabOptions(reference_target(), tmp_path), torn=False)
     assert result.verdict == "drift" and result.codes == ("DRIFT",)

@@ -26,7 +26,7 @@ def test_power_loss_cuts_the_log_back_to_its_last_fsync() -> None:
     run = Run()
     run.turn()
     ref = run.reference()
-    (state,) = derive_states(ref, "flush/written#2", "power-loss")
+    (state,) = derive_states(ref, "flush/written#2", torn=False)
     assert state.label == "synced"
     assert state.log == run.data[: written_at(run, 1)]
     assert (state.synced, state.written) == (written_at(run, 1), written_at(run, 2))
@@ -40,15 +40,15 @@ def test_power_loss_cuts_the_log_back_to_its_last_fsync() -> None:
 def test_at_the_first_flush_only_the_header_is_durable() -> None:
     run = Run()
     run.turn()
-    (state,) = derive_states(run.reference(), "flush/written#1", "power-loss")
+    (state,) = derive_states(run.reference(), "flush/written#1", torn=False)
     assert state.log == HEADER
 
 
 def test_a_new_file_whose_directory_was_never_fsynced_vanishes() -> None:
     run = Run(dirsync=False)
     run.turn()
-    for fault in ("power-loss", "torn-write"):
-        (state,) = derive_states(run.reference(), "flush/written#2", fault)
+    for torn in (False, True):  # power-loss, torn-write
+        (state,) = derive_states(run.reference(), "flush/written#2", torn=torn)
         assert state.label == "vanished" and state.log is None and state.vanished
         assert not state.view(LOG).exists and state.view(LOG).events == ()
 
@@ -102,7 +102,7 @@ def test_truncate_and_cut_shorten_the_file_never_lengthen_what_is_durable() -> N
 def test_a_target_that_never_fsyncs_keeps_only_what_its_creation_made_durable() -> None:
     run = Run(fsync=False)
     run.turn()
-    (state,) = derive_states(run.reference(), "flush/written#3", "power-loss")
+    (state,) = derive_states(run.reference(), "flush/written#3", torn=False)
     assert state.log == HEADER
 
 
@@ -113,7 +113,7 @@ def test_torn_states_cut_mid_line_and_on_line_boundaries_of_the_unsynced_bytes()
     run = Run()
     run.turn()
     low, high = written_at(run, 2), written_at(run, 3)
-    states = derive_states(run.reference(), "flush/written#3", "torn-write")
+    states = derive_states(run.reference(), "flush/written#3", torn=True)
     ends = [low + 1 + i for i in range(high - low) if run.data[low + i : low + i + 1] == b"\n"]
     assert len(ends) == 3 and ends[-1] == high
     starts = [low, *ends[:-1]]
@@ -129,8 +129,8 @@ def test_torn_states_cut_mid_line_and_on_line_boundaries_of_the_unsynced_bytes()
         view = state.view(LOG)
         assert not view.problems
         assert view.torn_bytes == (0 if "(line)" in state.label else offset - view.valid_size)
-    assert representative(states, "torn-write").label == f"torn@{mids[-1]} (mid-line)"
-    assert representative(states, "power-loss") is states[0]
+    assert representative(states, torn=True).label == f"torn@{mids[-1]} (mid-line)"
+    assert representative(states, torn=False) is states[0]
 
 
 def test_torn_states_also_cut_at_every_page_boundary_inside_the_unsynced_range() -> None:
@@ -142,7 +142,7 @@ def test_torn_states_also_cut_at_every_page_boundary_inside_the_unsynced_range()
     run.flush(*big)
     low, high = written_at(run, 1), written_at(run, 2)
     assert high > 2 * PAGE
-    states = derive_states(run.reference(), "flush/written#2", "torn-write")
+    states = derive_states(run.reference(), "flush/written#2", torn=True)
     pages = [s for s in states if "page" in s.label]
     assert [s.label.split()[0] for s in pages] == [
         f"torn@{p}" for p in range(PAGE, high, PAGE) if p > low
@@ -157,7 +157,7 @@ def test_a_cut_that_is_both_a_line_end_and_a_page_is_one_state() -> None:
     filler = PAGE - len(HEADER) - len(line(0, "turn/start", turn=0, pad=""))
     run.flush(run.event("turn/start", turn=0, pad="p" * filler), run.event("step/start", step=0))
     assert run.data[PAGE - 1 : PAGE] == b"\n"
-    labels = [s.label for s in derive_states(run.reference(), "flush/written#1", "torn-write")]
+    labels = [s.label for s in derive_states(run.reference(), "flush/written#1", torn=True)]
     assert f"torn@{PAGE} (line, page)" in labels
     assert len(labels) == len(set(labels))
 
@@ -165,7 +165,7 @@ def test_a_cut_that_is_both_a_line_end_and_a_page_is_one_state() -> None:
 def test_a_batch_of_very_many_lines_is_sampled() -> None:
     run = Run()
     run.flush(*[run.event("turn/start", turn=i) for i in range(10 * MAX_LINES)])
-    states = derive_states(run.reference(), "flush/written#1", "torn-write")
+    states = derive_states(run.reference(), "flush/written#1", torn=True)
     assert len([s for s in states if "mid-line" in s.label]) == MAX_LINES
     first_line_end = len(HEADER) + len(line(0, "turn/start", turn=0))
     assert f"torn@{first_line_end} (line)" in [s.label for s in states]
@@ -177,7 +177,7 @@ def test_nothing_unsynced_leaves_only_the_synced_state() -> None:
         {"fact": "fsync", "file": LOG, "size": 10},
         {"boundary": "flush/written", "n": 1, "file": LOG, "size": 10, "parked": True},
     ]
-    (state,) = states_at(prefix, b"x" * 10, "torn-write")
+    (state,) = states_at(prefix, b"x" * 10, torn=True)
     assert state.label == "synced" and state.log == b"x" * 10
 
 
@@ -187,19 +187,17 @@ def test_a_trace_that_wrote_more_than_the_log_holds_is_refused() -> None:
         {"boundary": "flush/written", "n": 1, "file": LOG, "size": 100},
     ]
     with pytest.raises(UnsupportedTrace, match="100 bytes were written"):
-        states_at(prefix, b"x" * 50, "power-loss")
+        states_at(prefix, b"x" * 50, torn=False)
 
 
-def test_bad_occurrences_and_faults_are_usage_errors() -> None:
+def test_bad_occurrences_are_usage_errors() -> None:
     run = Run()
     run.turn()
     ref = run.reference()
     with pytest.raises(LabUsageError, match="never reached flush/written#9"):
-        derive_states(ref, "flush/written#9", "power-loss")
+        derive_states(ref, "flush/written#9", torn=False)
     with pytest.raises(LabUsageError, match="flush/written#n only"):
-        derive_states(ref, "tool/durable#1", "power-loss")
-    with pytest.raises(LabUsageError, match="not one of"):
-        derive_states(ref, "flush/written#1", "sigkill")
+        derive_states(ref, "tool/durable#1", torn=False)
     with pytest.raises(LabUsageError, match="whole number"):
-        derive_states(ref, "flush/written#x", "power-loss")
+        derive_states(ref, "flush/written#x", torn=False)
 

@@ -78,9 +78,9 @@ def test_a_truthful_target_has_no_disagreement_and_the_same_states() -> None:
     system = file_trace(reference)
     assert not any("after" not in m for m in system if m.get("fact") in ("write", "fsync"))
     for k in (1, 2, 3):
-        for fault in ("power-loss", "torn-write"):
-            by_system = derive_states(reference, f"flush/written#{k}", fault)
-            by_facts = derive_states(run.reference(), f"flush/written#{k}", fault)
+        for torn in (False, True):  # power-loss, torn-write
+            by_system = derive_states(reference, f"flush/written#{k}", torn=torn)
+            by_facts = derive_states(run.reference(), f"flush/written#{k}", torn=torn)
             assert [(s.label, s.log) for s in by_system] == [(s.label, s.log) for s in by_facts]
 
 
@@ -105,7 +105,7 @@ def test_an_fsync_of_the_wrong_file() -> None:
     fsyncs = [i for i, m in enumerate(run.trace) if m.get("fact") == "fsync"]
     assert codes(reference) == [(i, "FSYNC_WRONG_FILE") for i in fsyncs]
     # ... and the states the system shows lose what the facts call durable.
-    states = derive_states(reference, "flush/written#3", "power-loss")
+    states = derive_states(reference, "flush/written#3", torn=False)
     assert states[0].log is not None and states[0].log.count(b"\n") == 1  # the header
 
 
@@ -114,7 +114,7 @@ def test_a_dirsync_that_was_never_made_leaves_the_log_vanishing() -> None:
     facts = [f for f in facts if f["fact"] != "dirsync"]
     reference = traced(run, facts)
     assert codes(reference) == [(index_of(run, "dirsync"), "DIRSYNC_NOT_MADE")]
-    assert derive_states(reference, "flush/written#2", "power-loss")[0].label == "vanished"
+    assert derive_states(reference, "flush/written#2", torn=False)[0].label == "vanished"
 
 
 def test_a_write_never_made_and_a_size_not_what_was_written() -> None:
@@ -145,7 +145,7 @@ def test_a_temp_file_linked_before_its_fsync() -> None:
     assert [(i, v.code) for i, v in found] == [(0, "RENAME_BEFORE_FSYNC")]
     assert found[0][1].evidence["source"] == TMP and found[0][1].evidence["synced"] == 0
     # at flush/written#1 the durable log is empty: the name without its bytes
-    assert derive_states(reference, "flush/written#1", "power-loss")[0].log == b""
+    assert derive_states(reference, "flush/written#1", torn=False)[0].log == b""
 
 
 def test_a_case_reports_only_the_disagreements_up_to_its_crash_point() -> None:

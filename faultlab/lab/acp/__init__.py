@@ -5,7 +5,6 @@ from __future__ import annotations
 from faultlab.lab.acp.child import (
     AcpChild,
     Parked,
-    kill_all_acp,
 )
 from faultlab.lab.acp.drive import (
     ACP_FAULTS,
@@ -17,18 +16,17 @@ from faultlab.lab.acp.drive import (
     run_acp_reference,
 )
 from faultlab.lab.acp.fork import (
-    AcpForkServer,
+    ACP_SERVER,
     shared_acp_server,
 )
 
 __all__ = [
     "ACP_FAULTS",
+    "ACP_SERVER",
     "AcpChild",
-    "AcpForkServer",
     "AcpOptions",
     "Parked",
     "acp_target",
-    "kill_all_acp",
     "parse_acp_faults",
     "plan_acp_cases",
     "run_acp_case",

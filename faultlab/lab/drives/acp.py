@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from faultlab.lab.acp.child import kill_all_acp
 from faultlab.lab.acp.doublecrash import plan_acp_double_cases, run_acp_double_case
 from faultlab.lab.acp.drive import (
     ACP_FAULTS,
@@ -26,6 +25,7 @@ from faultlab.lab.drives.protocol import (
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.double import DOUBLE_FAULT, parse_pair
 from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.live import kill_all
 from faultlab.lab.process.reference import Reference
 from faultlab.probe import parse_occurrence
 from faultlab.scenario import Scenario
@@ -95,7 +95,7 @@ class AcpDrive(SingleDrive):
             )
 
     def kill_all(self) -> None:
-        kill_all_acp()
+        kill_all()
 
     def run_options(self) -> dict[str, Any]:
         command = None if self.options.reference else list(self.options.command)

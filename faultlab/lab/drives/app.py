@@ -18,12 +18,11 @@ from faultlab.lab.apps.drive import (
     run_app_case,
     run_app_reference,
 )
-from faultlab.lab.apps.fork import close_forked
 from faultlab.lab.drives.protocol import PlanContext, coverage_result, parse_fault_names
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.live import kill_all
 from faultlab.lab.process.reference import Reference
-from faultlab.lab.process.tree import close_all
 from faultlab.lab.servers.points import APP_BOUNDARIES, parse_kill_point
 from faultlab.scenario import Scenario
 
@@ -137,8 +136,7 @@ class AppDrive:
                                 f"{len(set(reference.occurrences))} occurrence(s))")  # fmt: skip
 
     def kill_all(self) -> None:
-        close_all()  # exec'd app children, under their supervisor
-        close_forked()
+        kill_all()
 
     def run_options(self) -> dict[str, Any]:
         return {"app": self.options.app, "spawn": self.options.spawn,

@@ -12,11 +12,11 @@ import time
 
 TYPE_CHECKING = False  # typing is not imported: it costs the supervisor's start time
 if TYPE_CHECKING or __package__:  # mypy; imported, or `python -m faultlab.lab.process.reaper`
+    from faultlab.forking.procscan import _send, _stop_groups, _targets
     from faultlab.lab.process.reaperrelay import _Relays
-    from faultlab.lab.process.reaperscan import _send, _stop_groups, _targets
 else:  # `python -I -S reaper.py` put this directory on sys.path (reaper.py)
+    from procscan import _send, _stop_groups, _targets
     from reaperrelay import _Relays
-    from reaperscan import _send, _stop_groups, _targets
 
 __all__ = [
     "_DEATH_SIGNAL",

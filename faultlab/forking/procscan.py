@@ -18,6 +18,7 @@ __all__ = [
     "_move",
     "_own_freezer",
     "_processes",
+    "_reaped",
     "_send",
     "_stat",
     "_stop_groups",
@@ -38,6 +39,20 @@ def _processes(floor: int = 0) -> dict[int, tuple[int, int, str, int]]:
         if stat is not None:
             found[int(name)] = stat
     return found
+
+
+def _reaped() -> list[tuple[int, int]]:
+    """Reap every child that has exited, without waiting: (pid, status) of
+    each, the status an exit code or minus the signal that killed it."""
+    found: list[tuple[int, int]] = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return found
+        if pid == 0:
+            return found
+        found.append((pid, os.waitstatus_to_exitcode(status)))
 
 
 def _stat(pid: int) -> tuple[int, int, str, int] | None:

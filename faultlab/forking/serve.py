@@ -52,6 +52,7 @@ import orjson
 
 from faultlab.forking.child import ForkChild, detach
 from faultlab.forking.contain import Nursery
+from faultlab.forking.procscan import _reaped
 from faultlab.probe import process_gone
 
 __all__ = ["AHEAD", "COLD", "FLAT", "ServerArguments", "serve_requests", "server_arguments"]
@@ -355,17 +356,8 @@ def _drain(fd: int) -> None:
 def _reap(sock: socket.socket, handed: set[int], pool: _Pool, nursery: Nursery) -> None:
     """Reap every exited child; report those the lab was given, once what
     they left is gone."""
-    exits: list[tuple[int, int]] = []
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            break
-        if pid in handed:
-            handed.discard(pid)
-            exits.append((pid, os.waitstatus_to_exitcode(status)))
+    exits = [(pid, status) for pid, status in _reaped() if pid in handed]
+    handed.difference_update(pid for pid, _status in exits)
     if not exits:
         return
     nursery.clean_up(handed | pool.pids, min(pid for pid, _status in exits))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default="fork,exec,acp")
     parser.add_argument("--json", type=Path, default=None, help="write every sample here")
     args = parser.parse_args(argv)
+    # Stopped (SIGTERM), leave no explore behind: subprocess.run kills it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     configs = args.configs.split(",")
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown or args.rounds < 1:

@@ -39,11 +39,14 @@ class Nursery:
         when the kernel refuses)."""
         self._libc = ctypes.CDLL(None, use_errno=True)
         self._own = -1  # the server's PID namespace, to come back to after each fork
+        self._namespaced = False  # forking children into namespaces of their own
+        self._stuck = ""  # why forking must stop: the server could not come back to it
         if pidns:
             try:
                 self._own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 self._own = -1
+        self._namespaced = self._own >= 0
         # A subreaper either way: in a namespace nothing comes here, but a
         # flat child's leftovers must.
         self._libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -51,18 +54,21 @@ class Nursery:
     @property
     def namespaced(self) -> bool:
         """Whether children are forked into PID namespaces of their own."""
-        return self._own >= 0
+        return self._namespaced
 
     @property
     def fds(self) -> set[int]:
-        """The server's fds a forked child must close."""
+        """The server's fds a forked child must close (kept open for the
+        server's life, so that the number never names another file)."""
         return {self._own} if self._own >= 0 else set()
 
     def fork(self) -> int:
         """`os.fork()`, the child contained: 0 in the child, its pid here."""
-        namespaced = self._own >= 0 and self._libc.unshare(_CLONE_NEWPID) == 0
-        if self._own >= 0 and not namespaced:
-            self._flat()  # not allowed here: subreapers from now on
+        if self._stuck:
+            raise OSError(self._stuck)
+        namespaced = self._namespaced and self._libc.unshare(_CLONE_NEWPID) == 0
+        if self._namespaced and not namespaced:
+            self._namespaced = False  # not allowed here: subreapers from now on
         try:
             pid = os.fork()
         except BaseException:
@@ -82,20 +88,16 @@ class Nursery:
         if self._libc.setns(self._own, _CLONE_NEWPID) != 0:
             # Another fork would put its child into the last child's
             # namespace: stop forking rather than that.
-            error = ctypes.get_errno()
-            raise OSError(error, f"cannot return to the server's PID namespace: "
-                                 f"{os.strerror(error)}")  # fmt: skip
-
-    def _flat(self) -> None:
-        os.close(self._own)
-        self._own = -1
+            self._stuck = ("cannot return to the server's PID namespace: "
+                           f"{os.strerror(ctypes.get_errno())}")  # fmt: skip
+            raise OSError(self._stuck)
 
     def clean_up(self, known: Collection[int], floor: int) -> None:
         """After a child exited (flat mode only: in a namespace the kernel
         did it already): freeze and kill every descendant of the server but
         the children in `known` and theirs, and reap them.  What a child
         left has a pid above the child's (`floor`), unless pids wrapped."""
-        if self._own >= 0:
+        if self._namespaced:
             return
         if _last_pid() < floor:
             floor = 0  # pids wrapped around since: look at them all

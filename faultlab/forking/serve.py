@@ -324,7 +324,8 @@ def _kill_handed(handed: set[int], pool: _Pool, nursery: Nursery) -> None:
             os.kill(pid, signal.SIGKILL)
     for pid in handed:
         _wait_gone(pid)
-    nursery.clean_up(pool.pids, min(handed, default=0))
+    if handed:
+        nursery.clean_up(pool.pids, min(handed))
 
 
 def _wait_gone(pid: int) -> None:

@@ -225,6 +225,8 @@ class ContainedProcess:
         if self.returncode is not None:
             return self.returncode
         if self._exit is not None:
+            if not self._exit.done() and timeout <= 0:
+                return None  # a poll: no exception to raise and catch
             try:
                 self.returncode = self._exit.result(timeout)
             except TimeoutError:

@@ -38,9 +38,9 @@ __all__ = ["FREEZER", "REAPER", "ContainedProcess", "Stdio", "TreeError", "lefto
 
 _START_WITHIN = 30.0  # seconds the supervisor may take to report the agent's pid
 _KILLED_WITHIN = 30.0  # seconds a killed tree may take to be gone
-# Where a child's stdin, stdout or stderr comes from or goes: a file's path
-# (None: /dev/null, for stdin), or an open fd (a pipe) the child is given.
-Stdio = str | os.PathLike[str] | int | None
+# Where a child's stdin, stdout or stderr comes from or goes: a file's path,
+# or an open fd (a pipe) the child is given.
+Stdio = str | os.PathLike[str] | int
 
 
 @dataclass(eq=False)
@@ -91,7 +91,7 @@ class ContainedProcess:
         *,
         cwd: str | os.PathLike[str],
         env: Mapping[str, str],
-        stdin_path: Stdio,
+        stdin_path: Stdio | None,
         stdout_path: Stdio,
         stderr_path: Stdio,
         pass_fds: Sequence[int] = (),
@@ -143,7 +143,7 @@ class ContainedProcess:
         ]  # fmt: skip
         try:
             with contextlib.ExitStack() as files:
-                stdin = _opened(files, stdin_path or os.devnull, "rb")
+                stdin = _opened(files, os.devnull if stdin_path is None else stdin_path, "rb")
                 stdout = _opened(files, stdout_path, "wb")
                 stderr = (
                     stdout if stderr_path == stdout_path else _opened(files, stderr_path, "wb")
@@ -171,7 +171,7 @@ class ContainedProcess:
             reason = first[len("error ") :] if first else "the supervisor did not start"
             if not first and not isinstance(stderr_path, int):  # its own error is there
                 with contextlib.suppress(OSError):
-                    tail = Path(stderr_path or os.devnull).read_bytes()[-4096:]
+                    tail = Path(stderr_path).read_bytes()[-4096:]
                     text = tail.decode("utf-8", "replace").strip()
                     reason += f": {text.splitlines()[-1]}" if text else ""
             raise LabUsageError(reason)
@@ -400,7 +400,6 @@ def _opened(files: contextlib.ExitStack, where: Stdio, mode: str) -> int | IO[by
     """An fd as it is, or the file at a path opened for the child."""
     if isinstance(where, int):
         return where
-    assert where is not None
     return files.enter_context(open(where, mode))
 
 

@@ -13,21 +13,25 @@ import orjson
 import psutil
 import pytest
 
-from faultlab.lab.apps.fork import AppForkServer, ForkedApp, app_server
+from faultlab.lab.apps.fork import APP_SERVER, app_server, fork_app
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.process.forkserver import ForkServer
+from faultlab.lab.process.tree import ContainedProcess
 from tests.fixtures.daemons import alive, started
 
 pytestmark = pytest.mark.realprocess
 
 REPO = Path(__file__).resolve().parents[2]
 TOY = "tests.fixtures.appchild.toychild"
+# Children are forked into PID namespaces of their own where allowed (root).
+PIDNS = os.geteuid() == 0 and os.environ.get("FAULTLAB_PIDNS") != "0"
 
 
 @pytest.fixture
-def toy() -> Iterator[AppForkServer]:
+def toy() -> Iterator[ForkServer]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    server = AppForkServer(arguments=(TOY, "tests.fixtures.appchild.preloaded:x"), env=env,
-                           cwd=str(REPO))  # fmt: skip
+    server = ForkServer(APP_SERVER, ahead=0, arguments=(TOY, "tests.fixtures.appchild.preloaded:x"),
+                        env=env, cwd=str(REPO))  # fmt: skip
     try:
         yield server
     finally:
@@ -35,20 +39,24 @@ def toy() -> Iterator[AppForkServer]:
 
 
 
-def _start(server: AppForkServer, tmp: Path, *argv: str, **env: str) -> ForkedApp:
-    return ForkedApp.start(server, argv, cwd=tmp, env={**os.environ, **env},
-                           stdout_path=tmp / "out", stderr_path=tmp / "err")  # fmt: skip
+def _start(server: ForkServer, tmp: Path, *argv: str, **env: str) -> ContainedProcess:
+    return fork_app(server, argv, cwd=tmp, env={**os.environ, **env},
+                    stdout_path=tmp / "out", stderr_path=tmp / "err")  # fmt: skip
 
 
 def test_a_forked_child_is_the_servers_in_a_session_of_its_own(
-    toy: AppForkServer, tmp_path: Path
+    toy: ForkServer, tmp_path: Path
 ) -> None:
     child = _start(toy, tmp_path, "facts", TOY_VALUE="given")
+    assert child.forked
     assert child.wait(30) == 0
     facts = orjson.loads((tmp_path / "out").read_bytes())
-    # Forked by its supervisor (a subreaper), which the server forked.
-    assert facts["pppid"] == toy.pid and facts["ppid"] != toy.pid
+    # Forked by the server itself (the lab's view of its pids: /proc/self),
+    # in a PID namespace of its own where the kernel allows: there it is
+    # its namespace's init, so whatever it starts dies with it.
+    assert facts["ppid"] == toy.pid
     assert facts["pid"] == child.pid
+    assert facts["own_pid"] == (1 if PIDNS else child.pid)
     assert facts["pgid"] == facts["sid"] == child.pid
     assert facts["cwd"] == str(tmp_path) and facts["env"] == "given"
     assert facts["preloaded"] and facts["threads"] == 1
@@ -58,7 +66,7 @@ def test_a_forked_child_is_the_servers_in_a_session_of_its_own(
 
 
 def test_exit_codes_and_an_exception_are_reported_as_an_interpreter_would(
-    toy: AppForkServer, tmp_path: Path
+    toy: ForkServer, tmp_path: Path
 ) -> None:
     assert _start(toy, tmp_path, "exit", "7").wait(30) == 7
     assert _start(toy, tmp_path, "raise").wait(30) == 1
@@ -68,14 +76,14 @@ def test_exit_codes_and_an_exception_are_reported_as_an_interpreter_would(
 
 
 def test_a_child_leaves_only_after_its_non_daemon_threads(
-    toy: AppForkServer, tmp_path: Path
+    toy: ForkServer, tmp_path: Path
 ) -> None:
     assert _start(toy, tmp_path, "thread", str(tmp_path / "late")).wait(30) == 0
     assert (tmp_path / "late").read_text() == "written"
 
 
 def test_kill_tree_sigkills_the_child_and_the_server_reaps_it(
-    toy: AppForkServer, tmp_path: Path
+    toy: ForkServer, tmp_path: Path
 ) -> None:
     child = _start(toy, tmp_path, "sleep")
     assert child.wait(0.3) is None
@@ -85,7 +93,7 @@ def test_kill_tree_sigkills_the_child_and_the_server_reaps_it(
 
 
 def test_the_kill_takes_what_the_child_started_in_its_group(
-    toy: AppForkServer, tmp_path: Path
+    toy: ForkServer, tmp_path: Path
 ) -> None:
     child = _start(toy, tmp_path, "grandchild")
     out = tmp_path / "out"
@@ -104,7 +112,7 @@ def test_the_kill_takes_what_the_child_started_in_its_group(
 @pytest.mark.parametrize("how", ["single", "double"])
 @pytest.mark.parametrize("end", ["exit", "kill"])
 def test_nothing_a_forked_child_daemonized_outlives_its_case(
-    toy: AppForkServer, tmp_path: Path, daemons: Path, how: str, end: str
+    toy: ForkServer, tmp_path: Path, daemons: Path, how: str, end: str
 ) -> None:
     # A setsid daemon (or a double-forked one) leaves the child's group and
     # session: only a subreaper above the child still finds it.
@@ -126,7 +134,7 @@ def test_nothing_a_forked_child_daemonized_outlives_its_case(
 
 def test_a_server_whose_preload_starts_a_thread_refuses_to_fork(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    server = AppForkServer(arguments=(TOY, "threads:x"), env=env, cwd=str(REPO))
+    server = ForkServer(APP_SERVER, ahead=0, arguments=(TOY, "threads:x"), env=env, cwd=str(REPO))
     try:
         with pytest.raises(LabUsageError, match=r"left 2 threads running.*--spawn exec"):
             _start(server, tmp_path, "exit", "0")
@@ -194,19 +202,18 @@ def test_app_cases_fork_from_the_server_by_default_with_the_verdicts_of_exec(
     assert _verdicts("exec", tmp_path) == fork
     assert fork[0] == ("fail", ("UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED"))
     assert fork[1] == ("fail", ("DISPATCH_AFTER_FAILED_CHECKPOINT",))
-    # The reference run and two children per case, each forked by its own
-    # supervisor, forked by one server, a child of this process that
-    # preloaded the app; none outlived its case.
+    # The reference run and two children per case, each forked by one
+    # server, a child of this process that preloaded the app (each child in
+    # a PID namespace of its own where allowed); none outlived its case.
     children = _whoami(forked)
     assert len(children) == 5 and len({c["pid"] for c in children}) == 5
-    assert len({c["ppid"] for c in children}) == 5
-    servers = {c["pppid"] for c in children}
+    servers = {c["ppid"] for c in children}
     assert len(servers) == 1
     server = psutil.Process(servers.pop())
     assert server.ppid() == os.getpid() and server.num_threads() == 1
-    command = server.cmdline()  # python -m MODULE FD CHILD_MODULE APP
+    command = server.cmdline()  # python -m MODULE FD AHEAD [flat] -- CHILD_MODULE APP
     assert command[1:3] == ["-m", "faultlab.lab.apps.forkserver"]
-    assert command[4:] == ["faultlab.lab.apps.lgchild", WHOAMI.partition(":")[2]]
+    assert command[-3:] == ["--", "faultlab.lab.apps.lgchild", WHOAMI.partition(":")[2]]
     assert not any(psutil.pid_exists(c["pid"]) for c in children)
     assert len(_whoami(execd)) == 5  # exec'd children run in their own pid namespace
 

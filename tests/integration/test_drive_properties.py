@@ -9,7 +9,7 @@
 #   2. every case id printed (the coverage case too) replays with the same
 #      verdict (exit 0/1, never 2);
 #   3. a daemon that the target, agent or app starts (setsid) is gone after
-#      the run (tests/fixtures/daemons.py);
+#      the run (tests/fixtures/daemons.py), the app forked and exec'd;
 #   4. an option that does not apply to the drive exits 2 naming the option
 #      and the drive;
 #   5. a run that exercised nothing is not green.
@@ -195,19 +195,26 @@ def _daemonizing(drive: str, tmp: Path, folder: Path) -> tuple[str, ...]:
 
 @pytest.mark.parametrize("drive", _cells({
     "classic": None,
-    "acp": "a daemon that an ACP --target starts outlives the run",
+    "acp": None,
     "agent": None,
     "app": None,
+    "app-exec": None,
 }))  # fmt: skip
 def test_a_daemon_started_by_the_target_is_gone_after_the_run(
     drive: str, faultlab_cli: CLI, tmp_path: Path, daemons: Path
 ) -> None:
+    # A --target (classic, acp) and an agent are always exec'd; an app is
+    # forked by its fork server unless `--spawn exec` (the app-exec row).
+    # Every fork server's children, the runtime's too, are checked by
+    # tests/integration/test_fork_containment.py.
+    drive, _, spawn = drive.partition("-")
     _needs(drive)
-    # The reference run and the coverage case (and for the app, whose
-    # containment is the fork server's, a crash case's two children).
+    # The reference run and the coverage case (and for the app, a crash
+    # case's two children).
     shard = SHARDS["app"] if drive == "app" else f"1/{_SHORT[drive]}"
-    done = faultlab_cli("explore", PAYMENT, *_daemonizing(drive, tmp_path, daemons), *COMMON,
-                        "--shard", shard, "--no-report", cwd=REPO, timeout=180,
+    spawned = ("--spawn", spawn) if spawn else ()
+    done = faultlab_cli("explore", PAYMENT, *_daemonizing(drive, tmp_path, daemons), *spawned,
+                        *COMMON, "--shard", shard, "--no-report", cwd=REPO, timeout=180,
                         env={"FAULTLAB_TEST_DAEMONS": str(daemons)})  # fmt: skip
     assert done.code in (0, 1), done.stderr
     assert started(daemons) >= (3 if drive == "app" else 1), done.stderr

@@ -24,8 +24,8 @@ import pytest
 
 from faultlab import lab
 from faultlab.lab.campaigns.explore import COVERAGE, plan_cases, run_one
-from faultlab.lab.process import spawn
 from faultlab.lab.process.forkserver import ForkServer, ForkServerError
+from faultlab.lab.process.live import live
 from faultlab.lab.process.reference import LabOptions, run_reference
 from faultlab.lab.process.spawn import Child, ChildExit
 from faultlab.lab.process.target import Mode
@@ -75,7 +75,7 @@ def test_a_finished_forked_child_is_let_go_before_it_is_reaped(
             assert child.run_until_parked_or_exit(60) is None
             reported = child.wait(60, early=True)
         assert reported.returncode == 0, reported.stderr
-        assert child in spawn._LIVE  # let go, not reaped by the lab yet
+        assert child.process in live()  # let go, not reaped by the lab yet
         assert all(RELEASED not in message for message in child.trace)
         assert any(message.get("boundary") == "turn/durable" for message in child.trace)
         # Whether or not the kernel is done with the process, its writer
@@ -83,7 +83,7 @@ def test_a_finished_forked_child_is_let_go_before_it_is_reaped(
         _take_and_drop_lock(where / "session" / LOCK_NAME)
         settled = child.settle(60)
         assert settled.returncode == 0
-        assert child not in spawn._LIVE
+        assert child.process not in live()
         assert child.settle(60) is settled
 
 
@@ -92,7 +92,7 @@ def test_a_child_that_is_not_let_go_is_reaped_as_before(server: ForkServer, tmp_
         assert child.run_until_parked_or_exit(60) is None
         status = child.wait(60)  # not early: the lab waits for the reaper
     assert status.returncode == 0
-    assert child not in spawn._LIVE
+    assert child.process not in live()
     assert child.settle(60) is status
 
 
@@ -148,7 +148,7 @@ def test_anything_but_a_forked_childs_last_release_is_waited_for(
     try:
         assert child.run_until_parked_or_exit(60) is None
         assert child.wait(60, early=True).returncode == 5
-        assert child not in spawn._LIVE
+        assert child.process not in live()
     finally:
         child.close()
 
@@ -241,13 +241,13 @@ def test_a_killed_crash_child_is_let_go_and_settled_as_killed(
         pidfd = crash.kill_and_let_go()
         assert pidfd is not None
     try:
-        assert crash in spawn._LIVE  # let go, not reaped by the lab yet
+        assert crash.process in live()  # let go, not reaped by the lab yet
         assert crash.kill_and_let_go() is None  # once only
         assert _gone(pidfd, 60)
         # Gone means its fds are closed: the writer lock is free.
         _take_and_drop_lock(tmp_path / "session" / LOCK_NAME)
         assert crash.settle(60).returncode == -signal.SIGKILL
-        assert crash not in spawn._LIVE
+        assert crash.process not in live()
     finally:
         os.close(pidfd)
 
@@ -265,7 +265,8 @@ def test_a_child_handed_a_pidfd_runs_only_once_that_process_is_gone(
             status = refused.wait(60)
         assert status.returncode != 0
         assert "refusing to open a second writer" in status.stderr
-        pidfd = os.pidfd_open(crash.pid)
+        assert crash.process is not None
+        pidfd = os.pidfd_open(crash.process.pid)
         try:
             repair = _target_child(server, tmp_path, "repair", "repair")
             repair.after = pidfd
@@ -316,7 +317,7 @@ def test_a_sigkill_case_lets_its_crash_child_go_on_jsonl_only(
         assert result.verdict == "pass", result
     assert len(let_go_results) == (len(cases) if let_go else 0)
     assert all(pidfd is not None for pidfd in let_go_results)
-    assert not spawn._LIVE  # every crash child let go was settled
+    assert not live()  # every crash child let go was settled
 
 
 def test_an_execd_child_handed_a_pidfd_starts_once_that_process_is_gone(tmp_path: Path) -> None:

@@ -91,8 +91,10 @@ def test_a_forked_child_holds_none_of_the_servers_sockets(tmp_path: Path) -> Non
             assert child.run_until_parked_or_exit(60) is not None, child.trace
         assert len(servers) >= 4
         for child in children:
-            assert _socket_inodes(child.pid) & servers == set()
-            assert os.getpgid(child.pid) == child.pid  # its own process group
+            assert child.process is not None and child.process.forked
+            pid = child.process.pid
+            assert _socket_inodes(pid) & servers == set()
+            assert os.getpgid(pid) == pid  # its own process group
         for child in children:
             child.kill()
             assert child.wait(60).returncode == -signal.SIGKILL
@@ -122,7 +124,8 @@ def test_children_forked_ahead_leave_with_the_server(tmp_path: Path) -> None:
     server = ForkServer()
     with _parked_child(server, tmp_path / "a") as child:
         assert child.run_until_parked_or_exit(60) is not None
-        waiting = [p for p in psutil.Process(server._process.pid).children() if p.pid != child.pid]
+        assert child.process is not None
+        waiting = [p for p in psutil.Process(server.pid).children() if p.pid != child.process.pid]
         assert waiting, "the server keeps children forked ahead"
         child.kill()
         child.wait(60)
@@ -228,15 +231,15 @@ def test_cold_children_wait_without_warming_up(tmp_path: Path) -> None:
 def test_an_exploration_with_more_jobs_than_cpus_forks_cold_children(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A spy, not a mock: the real spawn runs; it notes which server forked.
+    # A spy, not a mock: the real request runs; it notes which server forked.
     spawned_by: list[bool] = []
-    spawn = ForkServer.spawn
+    request = ForkServer.request
 
     def noting(self: ForkServer, *args: Any, **kwargs: Any) -> Any:
         spawned_by.append(self.warm)
-        return spawn(self, *args, **kwargs)
+        return request(self, *args, **kwargs)
 
-    monkeypatch.setattr(ForkServer, "spawn", noting)
+    monkeypatch.setattr(ForkServer, "request", noting)
     scenarios = load_scenarios([SCENARIOS / "tiny.toml"])
     for jobs, warm in ((1, True), (usable_cpus(), True), (usable_cpus() + 1, False)):
         spawned_by.clear()

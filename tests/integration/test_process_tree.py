@@ -21,7 +21,8 @@ import psutil
 import pytest
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.process.tree import FREEZER, ContainedProcess, close_all, leftovers
+from faultlab.lab.process.live import kill_all
+from faultlab.lab.process.tree import FREEZER, ContainedProcess, leftovers
 
 pytestmark = pytest.mark.realprocess
 
@@ -251,11 +252,11 @@ def test_the_starting_thread_ending_does_not_kill_the_tree(tmp_path: Path, tag: 
     assert leftovers(tag) == []
 
 
-def test_close_all_from_another_thread_leaves_the_case_thread_its_pipes(
+def test_kill_all_from_another_thread_leaves_the_case_thread_its_pipes(
     tmp_path: Path, tag: str
 ) -> None:
     # The interrupt path: the main thread kills every open tree while a case
-    # thread is inside wait().  close_all used to close the tree's pipes too,
+    # thread is inside wait().  Killing all used to close the tree's pipes too,
     # and the case thread's next read failed with EBADF (seen in CI) or read
     # whatever file had reused the number.  Now it asks and waits; the owner
     # alone reads and closes.
@@ -269,14 +270,15 @@ def test_close_all_from_another_thread_leaves_the_case_thread_its_pipes(
         try:
             statuses.append(proc.wait(WITHIN))
             closed.wait(WITHIN)
-            os.fstat(proc._status)  # still this tree's pipe: nobody else closed it
+            assert proc._reports is not None
+            os.fstat(proc._reports._status)  # still this tree's pipe: nobody else closed it
             proc.close()
         except BaseException as error:  # the test reports it
             errors.append(error)
 
     thread = threading.Thread(target=case)
     thread.start()
-    close_all()
+    kill_all()
     closed.set()
     thread.join(WITHIN)
     assert not thread.is_alive() and errors == [] and statuses == [-signal.SIGKILL]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from faultlab.lab.acp.child import (
     AcpChild,
     Parked,
-    kill_all_acp,
 )
 from faultlab.lab.acp.drive import (
     AcpAct,
@@ -17,20 +16,19 @@ from faultlab.lab.acp.drive import (
 )
 from faultlab.lab.acp.faults import ACP_FAULTS, acp_fault
 from faultlab.lab.acp.fork import (
-    AcpForkServer,
+    ACP_SERVER,
     shared_acp_server,
 )
 
 __all__ = [
     "ACP_FAULTS",
+    "ACP_SERVER",
     "AcpAct",
     "AcpChild",
-    "AcpForkServer",
     "AcpOptions",
     "Parked",
     "acp_fault",
     "acp_target",
-    "kill_all_acp",
     "run_acp_case",
     "run_acp_reference",
     "shared_acp_server",

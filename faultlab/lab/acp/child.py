@@ -1,18 +1,21 @@
-# An ACP agent as a lab child: spawned in its own process group with the two
-# probe pipes and its stderr to a file (never a pipe nobody reads), driven
-# through the agent-client-protocol SDK's client side (`connect_to_agent` on
-# the child's stdin/stdout: the SDK's own spawn helper can neither pass the
-# probe fds nor start a process group).  Every JSON-RPC message exchanged is
+# An ACP agent as a lab child: a contained process (tree.py's
+# `ContainedProcess`, the one handle of every drive: exec'd under its
+# per-case supervisor, or forked by the ACP fork server, a PID namespace of
+# its own either way where allowed) given the two probe pipes, its stderr as
+# a file (never a pipe nobody reads) and its stdin and stdout as pipes, on
+# which the agent-client-protocol SDK's client side is connected
+# (`connect_to_agent`: the SDK's own spawn helper can neither pass the probe
+# fds nor contain the process).  Every JSON-RPC message exchanged is
 # recorded in order; the probe trace is read on the event loop, so a prompt
-# and the child parking at its armed boundary can be awaited together.
+# and the child parking at its armed boundary can be awaited together.  The
+# process's blocking calls (start, wait, the tree's kill) run in threads.
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
-import signal
-import subprocess
-from collections.abc import Awaitable, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -21,24 +24,17 @@ import acp
 import orjson
 from acp.connection import StreamDirection, StreamEvent
 
-from faultlab.lab.acp.fork import AcpForkServer
-from faultlab.lab.process.forkserver import ForkedProcess
+from faultlab.lab.process.forkserver import ForkServer
 from faultlab.lab.process.probereport import ProbeReport
-from faultlab.lab.process.spawn import ChildExit, ChildHung, signal_group, trimmed_environment
+from faultlab.lab.process.spawn import ChildExit, ChildHung, trimmed_environment
+from faultlab.lab.process.tree import ContainedProcess
 from faultlab.probe import ENV_ARM, ENV_FDS
 
-__all__ = ["AcpChild", "Parked", "kill_all_acp"]
+__all__ = ["AcpChild", "Parked"]
 
 T = TypeVar("T")
 _LIMIT = 50 * 1024 * 1024  # the SDK's own default line limit
-
-_LIVE: set[AcpChild] = set()
-
-
-def kill_all_acp() -> None:
-    """SIGKILL every live ACP child's process group (on interrupt of the lab)."""
-    for child in list(_LIVE):
-        child.kill()
+_KILLED = -9  # the status of a child killed that no reaper reported
 
 
 class Parked(Exception):
@@ -58,7 +54,8 @@ class _Client:
 
 @dataclass(eq=False)
 class AcpChild:
-    """One ACP agent process under the probe."""
+    """One ACP agent under the probe: a process handle (`process`), the
+    SDK's connection on its stdin and stdout (`conn`) and its probe pipes."""
 
     argv: Sequence[str]
     stderr_path: Path
@@ -69,10 +66,10 @@ class AcpChild:
     messages: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     conn: Any = None
     pending: asyncio.Future[Any] | None = None  # the request the child parked in
-    server: AcpForkServer | None = None  # fork from this server instead of exec
+    server: ForkServer | None = None  # fork from this ACP fork server instead of exec
     server_argv: Sequence[str] = ()  # what the server's child runs: agent arguments
-    _proc: asyncio.subprocess.Process | ForkedProcess | None = None
-    _transport: asyncio.BaseTransport | None = None
+    process: ContainedProcess | None = None  # once started
+    _transport: asyncio.WriteTransport | None = None  # the agent's stdin
     _report_fd: int = -1
     _reply_fd: int = -1
     _buffer: bytes = b""
@@ -81,64 +78,41 @@ class AcpChild:
     _exit: ChildExit | None = None
 
     async def start(self) -> None:
-        if self._proc is not None:
+        if self.process is not None:
             raise RuntimeError("an AcpChild starts once")
         report_r, report_w = os.pipe()
         reply_r, reply_w = os.pipe()
-        env = {ENV_FDS: f"{report_w},{reply_r}"}
-        if self.armed:
-            env[ENV_ARM] = self.armed
-        self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
-        stderr = os.open(self.stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            if self.server is not None:
-                reader, writer = await self._fork(trimmed_environment(env), stderr,
-                                                  report_w, reply_r)  # fmt: skip
-            else:
-                reader, writer = await self._exec(trimmed_environment(env), stderr,
-                                                  report_w, reply_r)  # fmt: skip
-        finally:
-            for fd in (stderr, report_w, reply_r):
-                os.close(fd)
-        _LIVE.add(self)
-        self._report_fd, self._reply_fd = report_r, reply_w
-        self._parked, self._exited = asyncio.Event(), asyncio.Event()
-        os.set_blocking(report_r, False)
-        asyncio.get_running_loop().add_reader(report_r, self._on_report)
-        client = cast(acp.Client, _Client())
-        self.conn = acp.connect_to_agent(client, writer, reader, observers=[self._observe])
-
-    async def _exec(
-        self, env: dict[str, str], stderr: int, report_w: int, reply_r: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=stderr, env=env, cwd=self.cwd, pass_fds=(report_w, reply_r),
-            start_new_session=True, limit=_LIMIT,
-        )  # fmt: skip
-        self._proc = proc
-        assert proc.stdin is not None and proc.stdout is not None
-        return proc.stdout, proc.stdin
-
-    async def _fork(
-        self, env: dict[str, str], stderr: int, report_w: int, reply_r: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        assert self.server is not None
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
+        probe = {ENV_FDS: f"{report_w},{reply_r}"}
+        if self.armed:
+            probe[ENV_ARM] = self.armed
+        env = trimmed_environment(probe)
+        self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
+        stderr = os.open(self.stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        child_ends = (stdin_r, stdout_w, stderr, report_w, reply_r)
         try:
-            self._proc = await asyncio.to_thread(
-                self.server.spawn_agent, self.server_argv, env=env, cwd=self.cwd,
-                fds=(stdin_r, stdout_w, stderr, report_w, reply_r),
-            )  # fmt: skip
+            if self.server is not None:
+                server = self.server
+                self.process = await _started(lambda: ContainedProcess.fork(
+                    server, self.server_argv, env=env, cwd=self.cwd, fds=child_ends))
+            else:
+                self.process = await _started(lambda: ContainedProcess.start(
+                    list(self.argv), cwd=self.cwd or os.getcwd(), env=env, stdin_path=stdin_r,
+                    stdout_path=stdout_w, stderr_path=stderr, pass_fds=(report_w, reply_r)))
         except BaseException:
-            for fd in (stdin_w, stdout_r):
+            for fd in (stdin_w, stdout_r, report_r, reply_w):
                 os.close(fd)
             raise
         finally:
-            os.close(stdin_r)
-            os.close(stdout_w)
+            # The child's ends belong to the child alone, or EOF never comes.
+            for fd in child_ends:
+                os.close(fd)
+        self._report_fd, self._reply_fd = report_r, reply_w
+        self._parked, self._exited = asyncio.Event(), asyncio.Event()
+        os.set_blocking(report_r, False)
         loop = asyncio.get_running_loop()
+        loop.add_reader(report_r, self._on_report)
         reader = asyncio.StreamReader(limit=_LIMIT)
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdout_r, "rb", 0)
@@ -148,12 +122,9 @@ class AcpChild:
             os.fdopen(stdin_w, "wb", 0),
         )
         self._transport = transport
-        return reader, asyncio.StreamWriter(transport, protocol, None, loop)
-
-    @property
-    def pid(self) -> int:
-        assert self._proc is not None
-        return self._proc.pid
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        client = cast(acp.Client, _Client())
+        self.conn = acp.connect_to_agent(client, writer, reader, observers=[self._observe])
 
     def _observe(self, event: StreamEvent) -> None:
         direction = "in" if event.direction is StreamDirection.INCOMING else "out"
@@ -217,54 +188,47 @@ class AcpChild:
 
     def signal(self, signum: int) -> None:
         """Send a signal to the child's whole process group."""
-        signal_group(self.pid, signum)
+        assert self.process is not None
+        self.process.signal(signum)
 
     def kill(self) -> None:
-        if self._proc is not None and self._exit is None:
-            self.signal(signal.SIGKILL)
+        """SIGKILL the child's process group (its tree goes when it is reaped)."""
+        if self.process is not None and self._exit is None:
+            self.process.kill()
 
     async def wait(self, timeout: float) -> ChildExit:
-        """Reap the child (asyncio's watcher, or the fork server, is the one
-        reaper), sweep its group."""
-        assert self._proc is not None
+        """Wait for the child's status (its supervisor, or its fork server,
+        is the one reaper), then kill what is left of its tree."""
+        process = self.process
+        assert process is not None
         if self._exit is not None:
             return self._exit
-        try:
-            code = await self._wait_exit(timeout)
-        except TimeoutError:
+        code = await asyncio.to_thread(process.wait, timeout)
+        if code is None:
             self.kill()
-            code = await self._wait_exit(5)
-            self._finish(code)
-            raise ChildHung(f"did not exit within {timeout:g}s; killed") from None
+            code = await asyncio.to_thread(process.wait, 5)
+            await self._finish(_KILLED if code is None else code)
+            raise ChildHung(f"did not exit within {timeout:g}s; killed")
         if self._exited is not None:  # the rest of the trace
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._exited.wait(), 1.0)
-        return self._finish(code)
-
-    async def _wait_exit(self, timeout: float) -> int:
-        proc = self._proc
-        if isinstance(proc, ForkedProcess):
-            try:
-                return await asyncio.to_thread(proc.wait, timeout)
-            except subprocess.TimeoutExpired:
-                raise TimeoutError from None
-        assert proc is not None
-        return await asyncio.wait_for(proc.wait(), timeout)
+        return await self._finish(code)
 
     async def close(self, timeout: float) -> ChildExit:
         """Close the connection (the agent sees EOF on stdin) and reap it."""
         if self.conn is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.conn.close(), timeout)
-        stdin = self._transport if self.server is not None else getattr(self._proc, "stdin", None)
-        if stdin is not None:
+        if self._transport is not None:
             with contextlib.suppress(Exception):
-                stdin.close()
+                self._transport.close()
         return await self.wait(timeout)
 
-    def _finish(self, code: int) -> ChildExit:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)  # stragglers of its group
+    async def _finish(self, code: int) -> ChildExit:
+        """The child exited with `code`: kill whatever of its tree is left (a
+        daemon it started in a session of its own too) and let go of it."""
+        if self.process is not None:
+            await asyncio.to_thread(self.process.close)
         try:
             stderr = self.stderr_path.read_text("utf-8", "replace")
         except OSError:
@@ -274,7 +238,7 @@ class AcpChild:
         return self._exit
 
     def release(self) -> None:
-        _LIVE.discard(self)
+        """Let go of the probe pipes (the process is closed by `wait`)."""
         if self._report_fd >= 0:
             with contextlib.suppress(Exception):
                 asyncio.get_running_loop().remove_reader(self._report_fd)
@@ -285,12 +249,12 @@ class AcpChild:
         self._report_fd = self._reply_fd = -1
 
     async def __aenter__(self) -> AcpChild:
-        if self._proc is None:
+        if self.process is None:
             await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._exit is None and self._proc is not None:
+        if self._exit is None and self.process is not None:
             self.kill()
             with contextlib.suppress(Exception):
                 await self.wait(10)
@@ -299,4 +263,25 @@ class AcpChild:
                 await asyncio.wait_for(self.conn.close(), 5)
         if self.pending is not None:
             self.pending.cancel()
+        if self.process is not None:  # whatever went wrong, nothing of it outlives this
+            await asyncio.to_thread(self.process.close)
         self.release()
+
+
+async def _started(start: Callable[[], ContainedProcess]) -> ContainedProcess:
+    """`start()` run in a thread (it blocks: an exec'd supervisor reports the
+    agent's pid when it has started it); cancelled meanwhile, the process
+    it started is closed once it has."""
+    started = asyncio.get_running_loop().run_in_executor(None, start)
+    try:
+        return await asyncio.shield(started)
+    except asyncio.CancelledError:
+        started.add_done_callback(_close_late)
+        raise
+
+
+def _close_late(done: asyncio.Future[ContainedProcess]) -> None:
+    """Close a process whose start outlived the task that asked for it (in a
+    thread of its own: the event loop may be shutting down its executor)."""
+    if not done.cancelled() and done.exception() is None:
+        threading.Thread(target=done.result().close, name="faultlab-acp-close").start()

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from faultlab.lab.apps.fork import ForkedApp, app_server
+from faultlab.lab.apps.fork import app_server, fork_app
 from faultlab.lab.apps.lgstate import PersistedThread, read_thread
 from faultlab.lab.apps.pastate import read_history
 from faultlab.lab.errors import LabUsageError
@@ -128,7 +128,7 @@ class _Run:
     """One started child of a case: its process, its name in the case's
     directory, its number, and when it has run out of time."""
 
-    process: ContainedProcess | ForkedApp
+    process: ContainedProcess
     name: str
     number: int
     deadline: float
@@ -166,13 +166,13 @@ class AppRig(ServerRig):
         env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p)
         self.gate.note("app/start", run=self.runs, action=action)
         stdout, stderr = self.outputs(name)
-        process: ContainedProcess | ForkedApp
+        process: ContainedProcess
         if self.options.spawn == "fork":
             # argv is [python, -m, CHILD_MODULE, *arguments]: the server
             # preloads the child module and the app once, forks one per run.
             server = app_server(argv[2], self.options.target, cwd=os.getcwd(), env=env)
-            process = ForkedApp.start(server, argv[3:], cwd=Path.cwd(), env=env,
-                                      stdout_path=stdout, stderr_path=stderr)  # fmt: skip
+            process = fork_app(server, argv[3:], cwd=Path.cwd(), env=env,
+                               stdout_path=stdout, stderr_path=stderr)  # fmt: skip
         else:
             process = ContainedProcess.start(argv, cwd=Path.cwd(), env=env, stdin_path=None,
                                              stdout_path=stdout, stderr_path=stderr)  # fmt: skip

@@ -1,133 +1,53 @@
 # The lab's side of the `--app` fork server (faultlab/lab/apps/forkserver.py):
-# one server per (child module, app module, working directory, PYTHONPATH),
-# shared by the cases of a lab process and closed at its exit, and the
-# handle of a child forked by it, with the three calls the app drive makes
-# of a ContainedProcess (wait, kill_tree, close).  A forked child leads a
-# session of its own: the kill is SIGKILL to its process group, which takes
-# its threads with it.  It is contained as an exec'd child is: the server
-# forks it under a per-case supervisor, a child subreaper running reaper.py's
-# kill, so whatever it started (a setsid daemon, a double fork) is killed
-# once it has exited, before its exit status reaches the lab; a supervisor
-# whose server is gone kills its child's tree (PR_SET_PDEATHSIG).  The
-# exec'd child (--spawn exec) stays the fidelity reference, and adds a PID
-# namespace where the kernel allows one.
+# one server per (child module, app module, working directory, PYTHONPATH)
+# in the lab's one registry of fork servers (faultlab/lab/process/forkserver.py),
+# shared by the cases of a lab process and closed at its exit, and a child
+# forked by it: a `ContainedProcess` like every other (tree.py), the kill
+# SIGKILL to its process group, its tree contained by the server (a PID
+# namespace of its own where the kernel allows one: whatever it started, a
+# setsid daemon or a double fork, dies with it).  The exec'd child
+# (--spawn exec) stays the fidelity reference.
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
-import signal
-import subprocess
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.process.forkserver import ForkedProcess, ForkServer, ForkServerError
+from faultlab.lab.process.forkserver import ForkServer, ForkServerError, shared_server
+from faultlab.lab.process.tree import ContainedProcess
 
-__all__ = ["AppForkServer", "ForkedApp", "app_server", "close_forked"]
+__all__ = ["APP_SERVER", "app_server", "fork_app"]
 
-_KILLED_WITHIN = 30.0  # seconds a SIGKILLed child may take to be reaped
-
-
-class AppForkServer(ForkServer):
-    """A fork server whose children are app children (`CHILD_MODULE.main`)."""
-
-    module = "faultlab.lab.apps.forkserver"
-    what = "the app fork server"
-
-    @property
-    def pid(self) -> int:
-        """The server's pid: every child it forks is its child."""
-        return self._process.pid
+APP_SERVER = "faultlab.lab.apps.forkserver"
 
 
-_servers: dict[tuple[str, str, str, str], AppForkServer] = {}
-_servers_lock = threading.Lock()
-_live: set[ForkedApp] = set()
-
-
-def app_server(child_module: str, app: str, *, cwd: str, env: Mapping[str, str]) -> AppForkServer:
+def app_server(child_module: str, app: str, *, cwd: str, env: Mapping[str, str]) -> ForkServer:
     """The shared server that has run `child_module.preload(app)` (`app`:
     the child's --app, MODULE:...) in `cwd` with `env`'s PYTHONPATH: what
-    decides which modules it imported.  Started on first use, closed at exit."""
+    decides which modules it imported.  Started on first use, closed at exit;
+    it forks on request (nothing ahead)."""
     key = (child_module, app.partition(":")[0], cwd, env.get("PYTHONPATH", ""))
-    with _servers_lock:
-        server = _servers.get(key)
-        if server is None or server._closed:
-            server = _servers[key] = AppForkServer(arguments=(child_module, app), env=env,
-                                                   cwd=cwd)  # fmt: skip
-            atexit.register(server.close)
-        return server
+    return shared_server(APP_SERVER, ahead=0, arguments=(child_module, app), env=env, cwd=cwd,
+                         what="the app fork server", key=key)  # fmt: skip
 
 
-def close_forked() -> None:
-    """Kill every forked app child still running (on interrupt of the lab)."""
-    for child in list(_live):
-        child.close()
-
-
-class ForkedApp:
-    """An app child forked by an `AppForkServer`."""
-
-    def __init__(self, process: ForkedProcess) -> None:
-        self._process = process
-        self.pid = process.pid
-        _live.add(self)
-
-    @classmethod
-    def start(
-        cls, server: AppForkServer, argv: Sequence[str], *, cwd: str | os.PathLike[str],
-        env: Mapping[str, str], stdout_path: Path, stderr_path: Path,
-    ) -> ForkedApp:  # fmt: skip
-        """Fork `CHILD_MODULE.main(argv)` with stdout and stderr to files and
-        stdin from /dev/null, as ContainedProcess.start runs an exec'd one."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        out = os.open(stdout_path, flags, 0o644)
+def fork_app(
+    server: ForkServer, argv: Sequence[str], *, cwd: str | os.PathLike[str],
+    env: Mapping[str, str], stdout_path: Path, stderr_path: Path,
+) -> ContainedProcess:  # fmt: skip
+    """Fork `CHILD_MODULE.main(argv)` with stdout and stderr to files and
+    stdin from /dev/null, as ContainedProcess.start runs an exec'd one."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    out = os.open(stdout_path, flags, 0o644)
+    try:
+        err = os.open(stderr_path, flags, 0o644)
         try:
-            err = os.open(stderr_path, flags, 0o644)
-            try:
-                process = server.request(argv, env=env, fds=(out, err), cwd=os.fspath(cwd))
-            finally:
-                os.close(err)
-        except ForkServerError as exc:
-            raise LabUsageError(f"{exc} (--spawn exec runs a fresh interpreter instead)") from None
+            return ContainedProcess.fork(server, argv, env=env, fds=(out, err),
+                                         cwd=os.fspath(cwd))  # fmt: skip
         finally:
-            os.close(out)
-        return cls(process)
-
-    def wait(self, timeout: float) -> int | None:
-        """Its exit status (negative: killed by that signal), or None if it
-        did not exit within `timeout` seconds."""
-        try:
-            return self._process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def _signal_group(self) -> None:
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            # Not yet the leader of its session (setsid is its first act
-            # after the fork), or its group is empty: the process itself.
-            if self._process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.pid, signal.SIGKILL)
-
-    def kill_tree(self, timeout: float = _KILLED_WITHIN) -> int | None:
-        """SIGKILL the child's process group; returns its status once its
-        supervisor has killed what else it started and the server has
-        reaped the supervisor."""
-        if self._process.poll() is None:
-            self._signal_group()
-        return self.wait(timeout)
-
-    def close(self) -> None:
-        """Kill it if it still runs; nothing of it outlives this."""
-        if self not in _live:
-            return
-        try:
-            if self._process.poll() is None:
-                self.kill_tree()
-        finally:
-            _live.discard(self)
+            os.close(err)
+    except ForkServerError as exc:
+        raise LabUsageError(f"{exc} (--spawn exec runs a fresh interpreter instead)") from None
+    finally:
+        os.close(out)

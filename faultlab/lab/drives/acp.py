@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from faultlab.lab.acp.child import kill_all_acp
 from faultlab.lab.acp.drive import AcpOptions, run_acp_reference
 from faultlab.lab.acp.faults import ACP_FAULTS, acp_fault
 from faultlab.lab.drives.protocol import PlanContext, SingleDrive, coverage_result
@@ -17,6 +16,7 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.double import parse_pair
 from faultlab.lab.faults.fault import Planning, all_names, parse_fault_names, plan_faults
 from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.live import kill_all
 from faultlab.lab.process.reference import Reference
 from faultlab.probe import parse_occurrence
 from faultlab.scenario import Scenario
@@ -79,7 +79,7 @@ class AcpDrive(SingleDrive):
             )
 
     def kill_all(self) -> None:
-        kill_all_acp()
+        kill_all()
 
     def run_options(self) -> dict[str, Any]:
         command = None if self.options.reference else list(self.options.command)

@@ -16,8 +16,8 @@ from faultlab.lab.drives.protocol import PlanContext, SingleDrive, coverage_resu
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.fault import Planning, all_names, parse_fault_names, plan_faults
 from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.live import kill_all
 from faultlab.lab.process.reference import Reference
-from faultlab.lab.process.tree import close_all
 from faultlab.lab.servers.points import parse_kill_point
 from faultlab.scenario import Scenario
 
@@ -77,7 +77,7 @@ class AgentDrive(SingleDrive):
                                 "...)")  # fmt: skip
 
     def kill_all(self) -> None:
-        close_all()
+        kill_all()
 
     def run_options(self) -> dict[str, Any]:
         return {"agent": self.agent, "delays": list(self.options.delays_ms),

@@ -13,13 +13,12 @@ from typing import Any
 
 from faultlab.lab.apps.drive import MODES, AppOptions, run_app_reference
 from faultlab.lab.apps.faults import APP_FAULTS, app_fault
-from faultlab.lab.apps.fork import close_forked
 from faultlab.lab.drives.protocol import PlanContext, coverage_result
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.fault import Planning, all_names, parse_fault_names, plan_faults
 from faultlab.lab.oracle.case import Case, CaseResult
+from faultlab.lab.process.live import kill_all
 from faultlab.lab.process.reference import Reference
-from faultlab.lab.process.tree import close_all
 from faultlab.lab.servers.points import APP_BOUNDARIES, parse_kill_point
 from faultlab.scenario import Scenario
 
@@ -132,8 +131,7 @@ class AppDrive:
                                 f"{len(set(reference.occurrences))} occurrence(s))")  # fmt: skip
 
     def kill_all(self) -> None:
-        close_all()  # exec'd app children, under their supervisor
-        close_forked()
+        kill_all()
 
     def run_options(self) -> dict[str, Any]:
         return {"app": self.options.app, "spawn": self.options.spawn,

@@ -163,15 +163,11 @@ _BUILDERS: Mapping[str, Callable[[Path, float, int, dict[str, Any]], Drive]] = {
 
 def kill_everything(drives: Sequence[Drive] = ()) -> None:
     """Kill every process any drive started in this process (interrupt or a
-    broken run): each drive's own children and every contained tree."""
-    from faultlab.lab.acp.child import kill_all_acp
-    from faultlab.lab.apps.fork import close_forked
-    from faultlab.lab.process.spawn import kill_all
-    from faultlab.lab.process.tree import close_all
+    broken run), with its whole tree: every drive's processes are in the
+    one registry of live processes (faultlab/lab/process/live.py), which
+    each drive's `kill_all` walks too."""
+    from faultlab.lab.process.live import kill_all
 
     for drive in drives:
         drive.kill_all()
     kill_all()
-    kill_all_acp()
-    close_all()
-    close_forked()

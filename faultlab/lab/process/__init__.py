@@ -1,10 +1,12 @@
-# How the lab runs a target: child processes in their own groups, the fork-server
-# client, targets, scratch dirs, the environment, the fault-free reference run,
-# and a black-box agent's whole process tree, contained (tree.py, reaper.py).
+# How the lab runs a target: one handle for every process any drive starts,
+# contained whether exec'd under its supervisor or forked by a fork server
+# (tree.py, reaper.py, the fork servers' client forkserver.py) and kept in
+# one registry of live processes (live.py); the probe's children (spawn.py),
+# targets, scratch dirs, the environment and the fault-free reference run.
 from __future__ import annotations
 
 from faultlab.lab.process.forkserver import (
-    ForkedProcess,
+    RUNTIME_SERVER,
     ForkServer,
     ForkServerError,
     shared_server,
@@ -51,7 +53,6 @@ from faultlab.lab.process.target import (
 from faultlab.lab.process.tree import (
     ContainedProcess,
     TreeError,
-    close_all,
     leftovers,
 )
 
@@ -60,13 +61,13 @@ __all__ = [
     "LOG_NAME",
     "MIN_RAM_FREE",
     "RAM_DIRS",
+    "RUNTIME_SERVER",
     "Child",
     "ChildExit",
     "ChildHung",
     "ContainedProcess",
     "ForkServer",
     "ForkServerError",
-    "ForkedProcess",
     "LabOptions",
     "Mode",
     "Reference",
@@ -74,7 +75,6 @@ __all__ = [
     "TreeError",
     "bundled_scenarios",
     "check_executable",
-    "close_all",
     "command_target",
     "drift",
     "kill_all",

@@ -1,9 +1,13 @@
-# The lab's side of the fork server (faultlab/runtime/forkserver.py): starts
-# the server (by exec, so the lab never imports the runtime), sends it spawn
-# requests with the child's fds, and routes the server's answers (spawned,
-# exited) to the waiting threads.  A forked child is still a real process in
-# its own process group: the lab kills it with SIGKILL to the group; the
-# server is its one reaper and reports the exit status here.
+# The lab's side of every fork server (faultlab/forking/serve.py: the
+# runtime's, the ACP agent's, the app children's): starts a server (by exec,
+# so the lab never imports what it runs), sends it requests with the
+# child's fds, and routes the server's answers (spawned, exited) to the
+# waiting threads.  A forked child is a real process in a session of its
+# own, contained by its server (a PID namespace where allowed); the lab
+# holds it as a `ContainedProcess` (tree.py), which is given the child's
+# pid and the future of its exit status that `request` returns: the server
+# is its one reaper and reports the status here.  One registry of the
+# servers a lab process started (`shared_server`), closed at exit.
 from __future__ import annotations
 
 import atexit
@@ -15,71 +19,67 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Hashable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
 
 import orjson
 import psutil
 
 from faultlab.lab.process.environment import trimmed_environment
 
-__all__ = ["ForkServer", "ForkServerError", "ForkedProcess", "shared_server", "shared_servers"]
+__all__ = [
+    "RUNTIME_SERVER",
+    "ForkServer",
+    "ForkServerError",
+    "pidns_wanted",
+    "shared_server",
+    "shared_servers",
+]
+
+RUNTIME_SERVER = "faultlab.runtime.forkserver"  # the reference runtime's server
 
 
 class ForkServerError(RuntimeError):
     """The fork server could not start or spawn a child."""
 
 
-class ForkedProcess:
-    """A child forked by the server; quacks like the parts of Popen the lab uses."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.returncode: int | None = None
-        self._exited = threading.Event()
-
-    def _set_exit(self, status: int) -> None:
-        self.returncode = status
-        self._exited.set()
-
-    def poll(self) -> int | None:
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        if not self._exited.wait(timeout):
-            raise subprocess.TimeoutExpired(f"forked child {self.pid}", timeout or 0)
-        assert self.returncode is not None
-        return self.returncode
+def pidns_wanted() -> bool:
+    """Whether contained processes get PID namespaces where the kernel allows
+    (unless FAULTLAB_PIDNS=0), exec'd or forked."""
+    return os.environ.get("FAULTLAB_PIDNS") != "0"
 
 
 class ForkServer:
     """One fork server process and the connection to it."""
 
-    # The server's module (python -m MODULE FD) and what its children are.
-    module = "faultlab.runtime.forkserver"
-    what = "the fork server"
-
     def __init__(
-        self, *, python: str = sys.executable, ahead: int | None = None, warm: bool = True,
+        self, module: str = RUNTIME_SERVER, *, what: str = "the fork server",
+        python: str = sys.executable, ahead: int | None = None, warm: bool = True,
         arguments: Sequence[str] = (), env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
+        cwd: str | None = None, pidns: bool | None = None,
     ) -> None:  # fmt: skip
-        """Start the server; it keeps `ahead` children forked ahead of the
-        requests (None: its default, 2; 0: it forks when asked), which warm
-        up while they wait if `warm` (docs/fork-server.md).  `arguments`
-        follow the socket's fd on its command line; `env` (default: the
-        trimmed environment every child is given) and `cwd` are its own."""
+        """Start `python -m module`; it keeps `ahead` children forked ahead of
+        the requests (None: its default, 2; 0: it forks when asked), which
+        warm up while they wait if `warm` (docs/fork-server.md), each in a
+        PID namespace of its own where allowed if `pidns` (None:
+        `pidns_wanted()`).  `arguments` are the module's own; `env`
+        (default: the trimmed environment every child is given) and `cwd`
+        are the server's.  `what` names it in errors."""
         if ahead is not None and (type(ahead) is not int or ahead < 0):
             raise ValueError(f"ahead must be an integer >= 0, not {ahead!r}")
         if type(warm) is not bool:
             raise ValueError(f"warm must be True or False, not {warm!r}")
+        self.module, self.what, self.warm = module, what, warm
+        self.pidns = pidns_wanted() if pidns is None else pidns
         lab_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.warm = warm
-        # "cold" is faultlab.runtime.forkserver.COLD (the lab never imports the runtime).
-        extra = ([] if ahead is None else [str(ahead)]) + ([] if warm else ["cold"])
+        # "cold" and "flat" are faultlab.forking.serve's COLD and FLAT.
+        flags = ([] if ahead is None else [str(ahead)]) + ([] if warm else ["cold"])
+        flags += [] if self.pidns else ["flat"]
+        extra = ["--", *arguments] if arguments else []
         try:
             self._process = subprocess.Popen(
-                [python, "-m", self.module, str(server_end.fileno()), *arguments, *extra],
+                [python, "-m", module, str(server_end.fileno()), *flags, *extra],
                 pass_fds=(server_end.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -93,40 +93,32 @@ class ForkServer:
         self._sock = lab_end
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[threading.Event, list[Any]]] = {}
-        self._children: dict[int, ForkedProcess] = {}
+        self._pending: dict[int, Future[Any]] = {}
+        self._children: dict[int, Future[int]] = {}
         self._early_exits: dict[int, int] = {}
         self._closed = False
         self._reader = threading.Thread(target=self._read, name="faultlab-forkserver", daemon=True)
         self._reader.start()
 
-    def spawn(
-        self,
-        argv: Sequence[str],
-        *,
-        env: Mapping[str, str],
-        report_fd: int,
-        reply_fd: int,
-        stderr_fd: int,
-        cwd: str | None = None,
-        after: int | None = None,
-        timeout: float = 30.0,
-    ) -> ForkedProcess:
-        """Fork a runtime child running `python -m faultlab.runtime *argv`;
-        given `after`, a pidfd, the runtime starts once that process is gone."""
-        return self.request(argv, env=env, fds=(report_fd, reply_fd, stderr_fd), cwd=cwd,
-                            after=after, timeout=timeout)  # fmt: skip
+    @property
+    def pid(self) -> int:
+        """The server's pid: every child it forks is its child."""
+        return self._process.pid
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def request(
         self, argv: Sequence[str], *, env: Mapping[str, str], fds: Sequence[int],
         cwd: str | None = None, after: int | None = None, timeout: float = 30.0,
-    ) -> ForkedProcess:  # fmt: skip
+    ) -> tuple[int, Future[int]]:  # fmt: skip
         """Ask the server for a child running `argv` with `fds` (in the order the
-        server expects); return it once forked.  Given `after` (a pidfd), the
-        child waits until that process has exited before it runs."""
+        server expects); once forked, its pid and the future of its exit
+        status (negative: killed by that signal).  Given `after` (a pidfd),
+        the child waits until that process has exited before it runs."""
         request_id = next(self._ids)
-        ready = threading.Event()
-        answer: list[Any] = []
+        answer: Future[Any] = Future()
         message: dict[str, Any] = {
             "id": request_id, "argv": list(argv), "env": dict(env), "cwd": cwd
         }  # fmt: skip
@@ -136,18 +128,20 @@ class ForkServer:
         with self._lock:
             if self._closed:
                 raise ForkServerError(f"{self.what} is closed")
-            self._pending[request_id] = (ready, answer)
+            self._pending[request_id] = answer
             try:
                 socket.send_fds(self._sock, [orjson.dumps(message)], list(fds))
             except OSError as exc:
                 del self._pending[request_id]
                 raise ForkServerError(f"{self.what} is gone: {exc}") from None
-        if not ready.wait(timeout):
-            raise ForkServerError(f"{self.what} did not answer within {timeout:g}s")
-        reply = answer[0]
-        if not isinstance(reply, ForkedProcess):
+        try:
+            reply = answer.result(timeout)
+        except TimeoutError:
+            raise ForkServerError(f"{self.what} did not answer within {timeout:g}s") from None
+        if isinstance(reply, dict):
             raise ForkServerError(f"{self.what} could not fork: {reply.get('error')}")
-        return reply
+        pid, exited = reply
+        return int(pid), exited
 
     def _read(self) -> None:
         while True:
@@ -161,40 +155,36 @@ class ForkServer:
             message = orjson.loads(data)
             with self._lock:
                 if "spawned" in message:
-                    process = ForkedProcess(message["pid"])
-                    self._children[process.pid] = process
-                    early = self._early_exits.pop(process.pid, None)
+                    pid = message["pid"]
+                    exited: Future[int] = Future()
+                    self._children[pid] = exited
+                    early = self._early_exits.pop(pid, None)
                     if early is not None:
-                        process._set_exit(early)
-                    # Hand over the object itself: its exit may be reported
+                        exited.set_result(early)
+                    # Hand over the future itself: its exit may be reported
                     # (and it may leave _children) before the spawner wakes up.
-                    ready, answer = self._pending.pop(message["spawned"])
-                    answer.append(process)
-                    ready.set()
+                    self._pending.pop(message["spawned"]).set_result((pid, exited))
                 elif "failed" in message:
-                    ready, answer = self._pending.pop(message["failed"])
-                    answer.append(message)
-                    ready.set()
+                    self._pending.pop(message["failed"]).set_result(message)
                 elif "exited" in message:
                     child = self._children.pop(message["exited"], None)
                     if child is None:
                         self._early_exits[message["exited"]] = message["status"]
                     else:
-                        child._set_exit(message["status"])
+                        child.set_result(message["status"])
 
     def _server_gone(self) -> None:
         with self._lock:
             self._closed = True
-            for ready, answer in self._pending.values():
-                answer.append({"error": "the fork server exited"})
-                ready.set()
+            for answer in self._pending.values():
+                answer.set_result({"error": f"{self.what} exited"})
             self._pending.clear()
             # Children of a dead server were reparented and will be reaped by
             # init; they are gone or going (their probe pipes tell them).
-            for child in self._children.values():
+            for pid, exited in self._children.items():
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.pid, signal.SIGKILL)
-                child._set_exit(-signal.SIGKILL)
+                    os.killpg(pid, signal.SIGKILL)
+                exited.set_result(-signal.SIGKILL)
             self._children.clear()
 
     def cpu_seconds(self) -> float:
@@ -222,30 +212,35 @@ class ForkServer:
             self._process.wait(10)
 
 
-S = TypeVar("S", bound=ForkServer)
-_shared: dict[tuple[type[ForkServer], int | None, bool], ForkServer] = {}
+_shared: dict[Hashable, ForkServer] = {}
 _shared_lock = threading.Lock()
 
 
 def shared_server(
-    kind: type[S] = ForkServer,  # type: ignore[assignment]
-    *,
-    ahead: int | None = None,
-    warm: bool = True,
-) -> S:
-    """This process's fork server of `kind` keeping `ahead` children forked
-    ahead (None: the server's default), warm or not, started on first use
-    and closed at exit."""
+    module: str = RUNTIME_SERVER, *, ahead: int | None = None, warm: bool = True,
+    arguments: Sequence[str] = (), env: Mapping[str, str] | None = None,
+    cwd: str | None = None, what: str = "the fork server", key: Hashable = None,
+) -> ForkServer:  # fmt: skip
+    """This process's fork server of `module` with these settings (`key`,
+    when given, in place of `arguments`, `env` and `cwd`: what decides which
+    requests a server may share), started on first use and closed at exit."""
+    pidns = pidns_wanted()
+    shared_by = key
+    if shared_by is None:
+        shared_by = (tuple(arguments), cwd, tuple(sorted((env or {}).items())))
+    wanted = (module, ahead, warm, pidns, shared_by)
     with _shared_lock:
-        server = _shared.get((kind, ahead, warm))
-        if server is None or server._closed:
-            server = _shared[kind, ahead, warm] = kind(ahead=ahead, warm=warm)
+        server = _shared.get(wanted)
+        if server is None or server.closed:
+            server = _shared[wanted] = ForkServer(
+                module, what=what, ahead=ahead, warm=warm, arguments=arguments, env=env,
+                cwd=cwd, pidns=pidns,
+            )  # fmt: skip
             atexit.register(server.close)
-        assert isinstance(server, kind)
         return server
 
 
 def shared_servers() -> list[ForkServer]:
     """Every fork server this process has started and not closed."""
     with _shared_lock:
-        return [server for server in _shared.values() if not server._closed]
+        return [server for server in _shared.values() if not server.closed]

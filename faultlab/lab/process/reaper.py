@@ -32,8 +32,10 @@
 #
 # The supervisor's parts lie beside it, each stdlib only: its state and kill
 # (reaperkill.py), the agent's start (reaperspawn.py), the /proc scans and
-# pid-safe signals (reaperscan.py), the network relays (reaperrelay.py).  Run
-# as a script, it puts this directory at the end of sys.path to import them.
+# pid-safe signals (faultlab/forking/procscan.py, shared with the fork
+# servers, which contain their forked children with the same scans), the
+# network relays (reaperrelay.py).  Run as a script, it puts this directory
+# and faultlab/forking/ at the end of sys.path to import them.
 from __future__ import annotations
 
 import ctypes
@@ -51,7 +53,9 @@ if TYPE_CHECKING or __package__:  # mypy; imported, or `python -m faultlab.lab.p
     )
     from faultlab.lab.process.reaperspawn import _spawn
 else:  # `python -I -S reaper.py`: no faultlab on sys.path, only the stdlib
-    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.append(_here)
+    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(_here)), "forking"))
     from reaperkill import _DEATH_SIGNAL, _PR_SET_PDEATHSIG, _finish, _Tree, freeze_kill
     from reaperspawn import _spawn
 

@@ -12,11 +12,11 @@ import time
 
 TYPE_CHECKING = False  # typing is not imported: it costs the supervisor's start time
 if TYPE_CHECKING or __package__:  # mypy; imported, or `python -m faultlab.lab.process.reaper`
+    from faultlab.forking.procscan import _reaped, _send, _stop_groups, _targets
     from faultlab.lab.process.reaperrelay import _Relays
-    from faultlab.lab.process.reaperscan import _send, _stop_groups, _targets
 else:  # `python -I -S reaper.py` put this directory on sys.path (reaper.py)
+    from procscan import _reaped, _send, _stop_groups, _targets
     from reaperrelay import _Relays
-    from reaperscan import _send, _stop_groups, _targets
 
 __all__ = [
     "_DEATH_SIGNAL",
@@ -74,20 +74,14 @@ class _Tree:
 
     def reap(self) -> None:
         """Reap every exited child (orphans re-parent to us); note the agent's status."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+        for pid, status in _reaped():
             if pid == self.init:
                 self.init = 0  # the namespace is gone, and all of the tree with it
                 self.read_init()
                 if self.code is None:
                     self.code = -int(signal.SIGKILL)
             elif pid == self.agent:
-                self.code = os.waitstatus_to_exitcode(status)
+                self.code = status
         self.read_init()
         if self.code is not None and not self.reported:
             self.reported = True

@@ -14,16 +14,16 @@ import socket
 
 TYPE_CHECKING = False  # typing is not imported: it costs the supervisor's start time
 if TYPE_CHECKING or __package__:  # mypy; imported, or `python -m faultlab.lab.process.reaper`
+    from faultlab.forking.procscan import _join_cgroup, _move, _own_freezer, _processes
     from faultlab.lab.process.reaperkill import (
         _DEATH_SIGNAL,
         _PR_SET_PDEATHSIG,
         _STOP_SIGNALS,
         _Tree,
     )
-    from faultlab.lab.process.reaperscan import _join_cgroup, _move, _own_freezer, _processes
 else:  # `python -I -S reaper.py` put this directory on sys.path (reaper.py)
+    from procscan import _join_cgroup, _move, _own_freezer, _processes
     from reaperkill import _DEATH_SIGNAL, _PR_SET_PDEATHSIG, _STOP_SIGNALS, _Tree
-    from reaperscan import _join_cgroup, _move, _own_freezer, _processes
 
 __all__ = ["_spawn"]
 
@@ -74,9 +74,15 @@ def _enter_network(tree: _Tree, forwards: dict[int, str]) -> bool:
 
 
 def _close_passed() -> None:
-    """Close the fds passed through to the agent (inheritable, above 2): a
-    copy held here would keep the agent's pipes (a probe's report pipe) from
-    reaching EOF when the agent and its helpers are gone."""
+    """Close the fds passed through to the agent (inheritable, above 2), and
+    put /dev/null in place of its stdin and stdout: a copy held here would
+    keep the agent's pipes (a probe's report pipe, an ACP agent's stdio)
+    from reaching EOF when the agent and its helpers are gone.  (stderr
+    stays: the supervisor's own errors go there.)"""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(null, fd)
+    os.close(null)
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         if fd <= 2:

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.process.forkserver import ForkServer, shared_server
+from faultlab.lab.process.forkserver import shared_server
 from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.records import LedgerRecord, ledger_record
 from faultlab.lab.process.spawn import Child, ChildExit, ChildHung
@@ -217,9 +217,7 @@ def make_child(
     cwd = str(session.parent)
     if options.spawn == "fork":
         tail = argv[len(options.target.command) :]
-        server = shared_server(
-            ForkServer, ahead=options.fork_ahead, warm=options.fork_warm is not False
-        )
+        server = shared_server(ahead=options.fork_ahead, warm=options.fork_warm is not False)
         return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, server=server,
                      server_argv=tail, after=after)  # fmt: skip
     return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, after=after)

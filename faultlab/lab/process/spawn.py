@@ -1,19 +1,20 @@
-# Real child processes under the probe: each target runs in its own process
-# group with the two probe pipes, a trimmed environment, stderr to a file (a
-# pipe could fill up and block it) and bounded waits everywhere.  This module
-# owns the child's whole life: start, read the trace, park/continue, SIGKILL
-# of the group, the one reaper and the sweep for stragglers.  An exec'd
-# child (a --target command, or the runtime under --spawn exec) runs under a
-# `ContainedProcess` (tree.py): a subreaper supervisor, and a PID namespace
-# where the kernel allows one, so whatever it daemonizes (setsid, double
-# fork, a group of its own, SIGTERM ignored) dies with the case.  A child of
-# the fork server is the reference runtime itself, which starts no process:
-# its group is its tree (docs/decisions.md "Issue 22").  Reports that break
-# the protocol are kept apart (`bad_reports`), never in the trace, and a
-# child's output file is cut to its head and tail (`OUTPUT_HEAD`): those
-# checks are faultlab/lab/process/probereport.py; how a child ended, its
-# group signal and the sweeps are faultlab/lab/process/childproc.py; the
-# registry of live children (`kill_all`) is faultlab/lab/process/live.py.
+# A target under the probe: the two probe pipes given to a contained process
+# (a `ContainedProcess`, tree.py: the one process handle of every drive),
+# with a trimmed environment, stderr to a file (a pipe could fill up and
+# block it) and bounded waits everywhere.  This module owns what the probe
+# adds to the process: its pipes, the trace read from them, park/continue,
+# and when a child counts as done (its release, the sweep for stragglers).
+# The process itself is started, signalled, killed and reaped by its handle,
+# exec'd (a --target command, or the runtime under --spawn exec) under its
+# per-case supervisor or forked by the runtime's fork server, contained
+# either way (a PID namespace where the kernel allows one), so whatever it
+# daemonizes (setsid, double fork, a group of its own, SIGTERM ignored) dies
+# with the case.  Reports that break the protocol are kept apart
+# (`bad_reports`), never in the trace, and a child's output file is cut to
+# its head and tail (`OUTPUT_HEAD`): those checks are
+# faultlab/lab/process/probereport.py; how a child ended and its group
+# signal are faultlab/lab/process/childproc.py; the registry of live
+# processes (`kill_all`) is faultlab/lab/process/live.py.
 from __future__ import annotations
 
 import contextlib
@@ -21,7 +22,6 @@ import math
 import os
 import select
 import signal
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,19 +30,10 @@ from typing import Any
 
 import orjson
 
-from faultlab.lab.process.childproc import (
-    ChildExit,
-    ChildHung,
-    Contained,
-    kill_left,
-    signal_group,
-    sweep_group,
-    sweep_tree,
-    wrapped_target,
-)
+from faultlab.lab.process.childproc import ChildExit, ChildHung, signal_group, wrapped_target
 from faultlab.lab.process.environment import trimmed_environment
-from faultlab.lab.process.forkserver import ForkedProcess, ForkServer
-from faultlab.lab.process.live import _LIVE, _STOPPING, allow_children, kill_all, stop_children
+from faultlab.lab.process.forkserver import ForkServer
+from faultlab.lab.process.live import allow_children, kill_all, stop_children
 from faultlab.lab.process.probereport import (
     MAX_REPORT_LINE,
     OUTPUT_HEAD,
@@ -75,11 +66,13 @@ _GONE_WITHIN = 60.0  # seconds a SIGKILLed process may take to be gone
 # before the lab says that a descendant holds it.
 _PIPE_GRACE = 1.0
 _EXIT_CHECK = 0.1  # seconds between checks that a silent child has exited
+_KILLED = -int(signal.SIGKILL)  # the status of a child killed that no reaper reported
 
 
 @dataclass(eq=False)
 class Child:
-    """One target process attached to the lab through the probe pipes."""
+    """One target attached to the lab through the probe pipes: a process
+    handle (`process`) and what the probe adds to it."""
 
     argv: Sequence[str]
     stderr_path: Path
@@ -100,7 +93,7 @@ class Child:
     # A pidfd: the child's runtime starts only once that process is gone
     # (the crash child, let go by `kill_and_let_go`).  The caller owns it.
     after: int | None = None
-    _proc: Contained | ForkedProcess | None = None
+    process: ContainedProcess | None = None  # once started
     # The inode of the report pipe: a system-call trace names the pipe so.
     report_inode: int = 0
     _report_fd: int = -1
@@ -115,8 +108,6 @@ class Child:
     _poll: select.poll | None = None  # one per child: the trace is read in many short waits
 
     def start(self) -> None:
-        if _STOPPING.is_set():
-            raise ChildHung("the lab is stopping (interrupted): no new child starts")
         report_r, report_w = os.pipe()
         reply_r, reply_w = os.pipe()
         probe_env = {ENV_FDS: f"{report_w},{reply_r}"}
@@ -126,9 +117,13 @@ class Child:
         self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             if self.server is not None:
-                self._proc = self._fork(env, report_w, reply_r)
+                self.process = self._fork(env, report_w, reply_r)
             else:
-                self._proc = self._exec(env, report_w, reply_r)
+                self.process = self._exec(env, report_w, reply_r)
+        except BaseException:
+            os.close(report_r)
+            os.close(reply_w)
+            raise
         finally:
             # The child's ends belong to the child alone, or EOF never comes.
             os.close(report_w)
@@ -139,36 +134,30 @@ class Child:
         os.set_blocking(report_r, False)
         self._poll = select.poll()
         self._poll.register(report_r, select.POLLIN)
-        _LIVE.add(self)
 
-    def _fork(self, env: dict[str, str], report_w: int, reply_r: int) -> ForkedProcess:
+    def _fork(self, env: dict[str, str], report_w: int, reply_r: int) -> ContainedProcess:
         assert self.server is not None
         stderr = os.open(self.stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            return self.server.spawn(
-                self.server_argv, env=env, report_fd=report_w, reply_fd=reply_r,
-                stderr_fd=stderr, cwd=self.cwd, after=self.after,
+            # The runtime's fork server takes (report, reply, stderr).
+            return ContainedProcess.fork(
+                self.server, self.server_argv, env=env, fds=(report_w, reply_r, stderr),
+                cwd=self.cwd, after=self.after,
             )  # fmt: skip
         finally:
             os.close(stderr)
 
-    def _exec(self, env: dict[str, str], report_w: int, reply_r: int) -> Contained:
+    def _exec(self, env: dict[str, str], report_w: int, reply_r: int) -> ContainedProcess:
         if self.after is not None and not process_gone(self.after, _GONE_WITHIN):
             raise ChildHung(f"a killed process was not gone within {_GONE_WITHIN:g}s")
         # Under its own supervisor: it leads a session of its own (so a
         # group signal reaches what it did not move away), and whatever
         # left the group is still the supervisor's to kill (`_sweep`).
-        tree = ContainedProcess.start(
+        return ContainedProcess.start(
             list(self.argv), cwd=self.cwd or os.getcwd(), env=env, stdin_path=None,
             stdout_path=self.stderr_path, stderr_path=self.stderr_path,
             pass_fds=(report_w, reply_r),
         )  # fmt: skip
-        return Contained(tree)
-
-    @property
-    def pid(self) -> int:
-        assert self._proc is not None
-        return self._proc.pid
 
     def run_until_parked_or_exit(self, timeout: float) -> ProbeReport | None:
         """Read the trace until the child parks (return its message) or exits (None)."""
@@ -179,15 +168,16 @@ class Child:
         while True:
             now = time.monotonic()
             remaining = deadline - now
-            if exited_at is None and self._proc is not None and self._proc.poll() is not None:
+            if exited_at is None and self.process is not None and self.process.poll() is not None:
                 exited_at = now
             if self.wrapper and exited_at is None and wrapped_at is None and self._exited():
                 wrapped_at = now
             if wrapped_at is not None and now - wrapped_at >= _PIPE_GRACE:
                 self._unwrap()  # what the target left keeps the wrapper alive: killed
             if exited_at is not None and now - exited_at >= _PIPE_GRACE:
+                status = self.process.returncode if self.process else "?"
                 raise ChildHung(
-                    f"the target exited (status {self._proc.returncode if self._proc else '?'}) "
+                    f"the target exited (status {status}) "
                     "but a descendant still holds its probe pipe open: a helper process "
                     "must close the probe fds (docs/probe-protocol.md)"
                 )
@@ -240,10 +230,10 @@ class Child:
 
     def _exited(self) -> bool:
         """Whether a `wrapper`'s (strace's) one child, the target, has exited."""
-        if not isinstance(self._proc, Contained):
+        if self.process is None or self.process.forked:
             return False
         if self._wrapped < 0:
-            self._wrapped = wrapped_target(self.pid)
+            self._wrapped = wrapped_target(self.process.pid)
             if self._wrapped < 0:
                 return False
         ready, _, _ = select.select([self._wrapped], [], [], 0)
@@ -253,10 +243,10 @@ class Child:
         """Under a wrapper whose target exited: kill what the target left
         (a wrapper like strace -f waits for every process it follows, and
         holds the probe pipe meanwhile).  True if there was something."""
-        if not self.wrapper or self._unwrapped or not isinstance(self._proc, Contained):
+        if not self.wrapper or self._unwrapped or self.process is None or self.process.forked:
             return False
         self._unwrapped = True
-        return kill_left(self._proc.tree, self.pid, self.stragglers)
+        return self.process.kill_others(self.process.pid, self.stragglers)
 
     def _bad(self, problem: str) -> None:
         if len(self.bad_reports) < 20:  # the first few say enough
@@ -276,12 +266,13 @@ class Child:
 
     def signal(self, signum: int) -> None:
         """Send a signal to the child's whole process group."""
-        signal_group(self.pid, signum)
+        assert self.process is not None
+        self.process.signal(signum)
 
     def kill(self) -> None:
         """SIGKILL the child's process group (never any group we did not create)."""
-        if self._proc is not None and (self._exit is None or not self._settled):
-            self.signal(signal.SIGKILL)
+        if self.process is not None and (self._exit is None or not self._settled):
+            self.process.kill()
 
     def kill_and_let_go(self) -> int | None:
         """SIGKILL a forked child's group and let it go at once, as `wait`
@@ -295,15 +286,15 @@ class Child:
         child of the session to wait on (`after`); None, with nothing done,
         when it cannot be let go (not forked, already gone, no pidfd): then
         kill and `wait` as usual."""
-        if self.server is None or self._proc is None or self._exit is not None:
+        if self.process is None or not self.process.forked or self._exit is not None:
             return None
         try:
             # Before the kill: the pid cannot name another process while the
             # child lives, nor until the server reaps it.
-            pidfd = os.pidfd_open(self.pid)
+            pidfd = os.pidfd_open(self.process.pid)
         except OSError:
             return None
-        self.signal(signal.SIGKILL)
+        self.process.signal(signal.SIGKILL)
         self._settled = False
         self._exit = ChildExit(-signal.SIGKILL, "")  # `settle` reads its stderr
         self.close()
@@ -317,7 +308,7 @@ class Child:
         the report pipe) is not waited for: its reported code is returned at once,
         while the kernel still tears the process down.  `settle` then waits
         for the real status, which replaces the reported one."""
-        assert self._proc is not None
+        assert self.process is not None
         if self._exit is not None:
             return self._exit
         if early and self._eof and self._released is not None:
@@ -325,15 +316,14 @@ class Child:
             self._exit = ChildExit(self._released, self._stderr())
             self.close()
             return self._exit
-        try:
-            code = self._proc.wait(timeout)
-        except subprocess.TimeoutExpired:
+        code = self.process.wait(timeout)
+        if code is None:
             self.kill()
-            code = self._proc.wait(5)
+            code = self.process.wait(5)
             self._sweep()
-            self._exit = ChildExit(code, self._stderr())
+            self._exit = ChildExit(_KILLED if code is None else code, self._stderr())
             self.close()
-            raise ChildHung(f"did not exit within {timeout:g}s; killed") from None
+            raise ChildHung(f"did not exit within {timeout:g}s; killed")
         self.drain(1.0)
         self._sweep()
         self._exit = ChildExit(code, self._stderr())
@@ -344,22 +334,22 @@ class Child:
         """For a child `wait(early=True)` let go: reap it (the server did; the
         lab waits for its report), sweep its group, and return its status as
         the reaper saw it.  For any other child: what `wait` returned."""
-        assert self._proc is not None and self._exit is not None
+        assert self.process is not None and self._exit is not None
         if self._settled:
             return self._exit
         # Complete: the child closed it before its release, or was killed
         # while parked (kill_and_let_go), before the lab read it.
         stderr = self._exit.stderr or self._stderr()
         try:
-            code = self._proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self._proc.wait(5)
-            raise ChildHung(f"did not finish exiting within {timeout:g}s; killed") from None
+            code = self.process.wait(timeout)
+            if code is None:
+                self.kill()
+                self.process.wait(5)
+                raise ChildHung(f"did not finish exiting within {timeout:g}s; killed")
+            self._sweep()
         finally:
             self._settled = True
             self.close()
-        self._sweep()
         self._exit = ChildExit(code, stderr)
         return self._exit
 
@@ -371,10 +361,9 @@ class Child:
                     pass
 
     def _sweep(self) -> None:
-        if isinstance(self._proc, Contained):
-            sweep_tree(self._proc.tree, self.stragglers)
-            return
-        sweep_group(self.pid, self.stragglers)
+        """Kill and name what is left of the child's tree, and close its handle."""
+        assert self.process is not None
+        self.process.sweep(self.stragglers)
 
     def _stderr(self) -> str:
         bound_output(self.stderr_path)
@@ -399,7 +388,8 @@ class Child:
         self._poll = None
         if not self._settled:
             return
-        _LIVE.discard(self)
+        if self.process is not None and self._exit is not None:
+            self.process.close()  # done with it: whatever is left of its tree goes
         if self._reply_fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._reply_fd)
@@ -410,7 +400,7 @@ class Child:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._exit is None and self._proc is not None:
+        if self._exit is None and self.process is not None:
             self.kill()
             with contextlib.suppress(ChildHung):
                 self.wait(10)

@@ -1,78 +1,88 @@
-# A black-box agent's whole process tree, contained: the lab's side of the
-# per-case supervisor (reaper.py).  Real agents start helpers that a process
-# group kill misses (Codex puts its MCP servers in groups of their own; a
-# hostile target forks a grandchild that calls setsid and ignores SIGTERM).
-# The supervisor is a child subreaper, so every orphan of the tree re-parents
-# to it and is found and killed; this module starts it, reads the agent's
-# status from it, asks it to kill, and proves with `leftovers` that nothing of
-# a case outlives it.  Linux only (PR_SET_CHILD_SUBREAPER).
+# One process the lab started, contained, whichever drive started it: the
+# handle every drive holds (the classic probe's `Child` and the ACP client's
+# `AcpChild` are given one; the black-box agent's and the app's runs are
+# one).  Exec'd (`start`), it runs under a per-case supervisor of its own
+# (reaper.py: a child subreaper, a PID namespace and a loopback-only network
+# namespace where allowed), which reports its status and kills its whole
+# tree when asked; forked (`fork`), its fork server contains it (a PID
+# namespace of its own where allowed, subreapers elsewhere:
+# faultlab/forking/contain.py), reaps it and reports its status once what
+# it left is gone.  Either way it is started, signalled (its process group),
+# killed (its whole tree) and reaped (by its one reaper, never here) the
+# same way, joins the lab's one registry of live processes (live.py) while
+# it is open, and `leftovers` proves that nothing of a case outlives it.
+# Linux only (PR_SET_CHILD_SUBREAPER).
 from __future__ import annotations
 
 import contextlib
 import os
-import select
+import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import psutil
 
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.process.childproc import ChildHung, signal_group, sweep_group
+from faultlab.lab.process.forkserver import ForkServer, pidns_wanted
+from faultlab.lab.process.live import join, leave, stopping
+from faultlab.lab.process.supervisor import FREEZER, REAPER, StatusPipe, TreeError
 
-__all__ = ["FREEZER", "REAPER", "ContainedProcess", "TreeError", "close_all", "leftovers"]
+__all__ = ["FREEZER", "REAPER", "ContainedProcess", "Stdio", "TreeError", "leftovers"]
 
-REAPER = Path(__file__).with_name("reaper.py")
-FREEZER = "/sys/fs/cgroup/freezer"  # cgroup v1's freezer hierarchy (this machine's)
-_OPEN: set[ContainedProcess] = set()  # started and not closed yet
 _START_WITHIN = 30.0  # seconds the supervisor may take to report the agent's pid
-
-
-class TreeError(Exception):
-    """The supervisor failed: it did not answer in time or processes survived."""
-
-
-def close_all() -> None:
-    """Kill every open contained tree (on interrupt of the lab).  Safe from any
-    thread: it only asks each supervisor to kill and waits for it to exit; the
-    case thread that owns a tree still reads its last reports and closes its
-    pipes (closing them from here raced that thread's reads: EBADF, or a read of
-    whatever file reused the number)."""
-    for proc in list(_OPEN):
-        proc.stop()
+_KILLED_WITHIN = 30.0  # seconds a killed tree may take to be gone
+# Where a child's stdin, stdout or stderr comes from or goes: a file's path,
+# or an open fd (a pipe) the child is given.
+Stdio = str | os.PathLike[str] | int
 
 
 @dataclass(eq=False)
 class ContainedProcess:
-    """An agent under its own supervisor; every descendant stays findable."""
+    """A process and every process it starts, contained until it is closed."""
 
-    pid: int  # the agent
-    supervisor: subprocess.Popen[bytes]
-    _control: int  # the lab's write end: its EOF tells the supervisor the lab is gone
-    _status: int  # the supervisor's reports, read by the lab
-    _buffer: bytes = b""
-    _lines: list[str] = field(default_factory=list)
-    returncode: int | None = None  # the agent's status, once it exited (-SIG: killed)
-    _done: bool = False  # the supervisor said "done" or its pipe reached EOF
-    problems: list[str] = field(default_factory=list)  # the supervisor's "error" lines
-    namespace_init: int = 0  # the init of the tree's own PID namespace, 0 if none
-    networked: bool = False  # the tree has a network namespace of its own (loopback only)
-    _pipes_lock: threading.Lock = field(default_factory=threading.Lock)  # writes vs close
-    _pipes_closed: bool = False
+    pid: int  # as the lab sees it (the child's own view may differ in its namespace)
+    # Exec'd: its per-case supervisor and the supervisor's reports.
+    supervisor: subprocess.Popen[bytes] | None = None
+    _reports: StatusPipe | None = None
+    # Forked: its server's report of its status.
+    _exit: Future[int] | None = None
+    returncode: int | None = None  # its status, once it exited (-SIG: killed)
+    namespace_init: int = 0  # exec'd: the init of the tree's own PID namespace, 0 if none
+    networked: bool = False  # exec'd: a network namespace of its own (loopback only)
+    _lock: threading.RLock = field(default_factory=threading.RLock)  # the reports' reader
+    _closed: bool = False
+
+    @property
+    def forked(self) -> bool:
+        """Forked by a fork server (else exec'd under its own supervisor)."""
+        return self.supervisor is None
+
+    @property
+    def problems(self) -> list[str]:
+        """What its supervisor reported as failed ("error" lines)."""
+        return self._reports.problems if self._reports is not None else []
 
     @property
     def namespaced(self) -> bool:
-        """Whether the tree has a PID namespace of its own (killed whole by the kernel)."""
+        """Whether an exec'd tree has a PID namespace of its own (killed whole
+        by the kernel)."""
         return self.namespace_init != 0
 
     @property
     def orphans_parent(self) -> int:
         """The pid a descendant re-parents to when its parent dies: the
         namespace's init, or else the supervisor (a subreaper)."""
+        assert self.supervisor is not None, "a forked process's orphans are its own"
         return self.namespace_init or self.supervisor.pid
+
+    # -- starting -----------------------------------------------------------------
 
     @classmethod
     def start(
@@ -81,39 +91,42 @@ class ContainedProcess:
         *,
         cwd: str | os.PathLike[str],
         env: Mapping[str, str],
-        stdin_path: str | os.PathLike[str] | None,
-        stdout_path: str | os.PathLike[str],
-        stderr_path: str | os.PathLike[str],
+        stdin_path: Stdio | None,
+        stdout_path: Stdio,
+        stderr_path: Stdio,
         pass_fds: Sequence[int] = (),
         cgroup: bool | None = None,
         pidns: bool | None = None,
         forward: Mapping[int, str] | None = None,
     ) -> ContainedProcess:
-        """Start `argv` under a fresh supervisor, stdin from a file (or
-        /dev/null), stdout and stderr to files (the supervisor's own errors go
-        to stderr too).  The agent leads a session of its own.  With `cgroup`
-        (None: when FAULTLAB_CGROUP=1 and the freezer hierarchy is writable)
-        the tree also gets a
-        freezer cgroup: its member list replaces scans of all of /proc.  With
-        `pidns` (None: unless FAULTLAB_PIDNS=0) the tree gets a PID namespace
-        of its own where the kernel allows one (root): the kernel then kills
-        it whole, and `namespaced` says whether it got one.  With `forward`
-        ({port: unix socket path}) the tree also gets a network namespace
-        with loopback only, unless FAULTLAB_NETNS=0 or the kernel refuses:
-        127.0.0.1:port inside is relayed to the lab's Unix socket at path,
-        and nothing else is reachable; `networked` says whether it got one
-        (if not, the agent shares the lab's network)."""
+        """Exec `argv` under a fresh supervisor, stdin from a file (None:
+        /dev/null) or an fd, stdout and stderr to files or fds (the
+        supervisor's own errors go to stderr too; it keeps no copy of the
+        child's stdin and stdout, so their pipes see EOF when the child and
+        its helpers are gone).  The agent leads a session of its own.  With
+        `cgroup` (None: when FAULTLAB_CGROUP=1 and the freezer hierarchy is
+        writable) the tree also gets a freezer cgroup: its member list
+        replaces scans of all of /proc.  With `pidns` (None: unless
+        FAULTLAB_PIDNS=0) the tree gets a PID namespace of its own where the
+        kernel allows one (root): the kernel then kills it whole, and
+        `namespaced` says whether it got one.  With `forward` ({port: unix
+        socket path}) the tree also gets a network namespace with loopback
+        only, unless FAULTLAB_NETNS=0 or the kernel refuses: 127.0.0.1:port
+        inside is relayed to the lab's Unix socket at path, and nothing else
+        is reachable; `networked` says whether it got one (if not, the agent
+        shares the lab's network)."""
         if not sys.platform.startswith("linux"):
-            raise LabUsageError("containing an agent's process tree needs Linux (a subreaper)")
+            raise LabUsageError("containing a process tree needs Linux (a subreaper)")
         if not argv:
             raise LabUsageError("the agent command is empty")
+        _refuse_while_stopping()
         if cgroup is None:
             # Opt-in (FAULTLAB_CGROUP=1): on this sandbox a cgroup per case kept
             # its init's cgroup reaper busy (docs/decisions.md); the subreaper
             # alone finds every process, with /proc scans.
             cgroup = os.environ.get("FAULTLAB_CGROUP") == "1" and os.access(FREEZER, os.W_OK)
         if pidns is None:
-            pidns = os.environ.get("FAULTLAB_PIDNS") != "0"
+            pidns = pidns_wanted()
         netns = bool(forward) and os.environ.get("FAULTLAB_NETNS") != "0"
         chosen = (("freezer", cgroup), ("pidns", pidns), ("netns", netns))
         options = ",".join(name for name, on in chosen if on)
@@ -130,11 +143,10 @@ class ContainedProcess:
         ]  # fmt: skip
         try:
             with contextlib.ExitStack() as files:
-                stdin = files.enter_context(open(stdin_path or os.devnull, "rb"))
-                stdout = files.enter_context(open(stdout_path, "wb"))
+                stdin = _opened(files, os.devnull if stdin_path is None else stdin_path, "rb")
+                stdout = _opened(files, stdout_path, "wb")
                 stderr = (
-                    stdout if stderr_path == stdout_path
-                    else files.enter_context(open(stderr_path, "wb"))
+                    stdout if stderr_path == stdout_path else _opened(files, stderr_path, "wb")
                 )  # fmt: skip
                 supervisor = subprocess.Popen(
                     command, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd,
@@ -147,20 +159,21 @@ class ContainedProcess:
             raise
         os.close(control_r)
         os.close(status_w)
-        proc = cls(0, supervisor, control_w, status_r)
-        _OPEN.add(proc)
+        proc = cls(0, supervisor, StatusPipe(control_w, status_r))
+        join(proc)
         try:
-            first = proc._next_line(_START_WITHIN)
+            first = proc._line(_START_WITHIN)
         except BaseException:
             proc.close()
             raise
         if first is None or not first.startswith("pid "):
             proc.close()
             reason = first[len("error ") :] if first else "the supervisor did not start"
-            if not first:  # its own error went to the agent's stderr file
+            if not first and not isinstance(stderr_path, int):  # its own error is there
                 with contextlib.suppress(OSError):
-                    tail = Path(stderr_path).read_bytes()[-4096:].decode("utf-8", "replace")
-                    reason += f": {tail.strip().splitlines()[-1]}" if tail.strip() else ""
+                    tail = Path(stderr_path).read_bytes()[-4096:]
+                    text = tail.decode("utf-8", "replace").strip()
+                    reason += f": {text.splitlines()[-1]}" if text else ""
             raise LabUsageError(reason)
         fields = first.split()
         proc.pid = int(fields[1])
@@ -169,58 +182,71 @@ class ContainedProcess:
         proc.networked = "netns" in fields
         return proc
 
-    # -- the supervisor's reports ---------------------------------------------
+    @classmethod
+    def fork(
+        cls, server: ForkServer, argv: Sequence[str], *, env: Mapping[str, str],
+        fds: Sequence[int], cwd: str | None = None, after: int | None = None,
+        timeout: float = 30.0,
+    ) -> ContainedProcess:  # fmt: skip
+        """Have `server` fork a child running `argv` (its module's arguments)
+        with `fds` (in the server's order: its FD_ORDER), `env` and `cwd`;
+        given `after` (a pidfd), the child runs once that process is gone.
+        ForkServerError if the server cannot."""
+        _refuse_while_stopping()
+        pid, exited = server.request(argv, env=env, fds=fds, cwd=cwd, after=after,
+                                     timeout=timeout)  # fmt: skip
+        proc = cls(pid, _exit=exited)
+        join(proc)
+        return proc
 
-    def _next_line(self, timeout: float) -> str | None:
-        """The next report line within `timeout`; None at EOF or time-out."""
-        deadline = time.monotonic() + timeout
-        while not self._lines:
-            if self._done:
-                return None
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            readable, _, _ = select.select([self._status], [], [], remaining)
-            if not readable:
-                return None
-            data = os.read(self._status, 4096)
-            if not data:
-                self._done = True
-                continue
-            *lines, self._buffer = (self._buffer + data).split(b"\n")
-            self._lines.extend(line.decode("utf-8", "replace") for line in lines)
-        line = self._lines.pop(0)
-        self._take(line)
-        return line
+    # -- its status ------------------------------------------------------------------
 
-    def _take(self, line: str) -> None:
-        if line.startswith("exit "):
-            self.returncode = int(line.split()[1])
-        elif line.startswith("error "):
-            self.problems.append(line[len("error ") :])
-        elif line == "done":
-            self._done = True
+    def _line(self, timeout: float) -> str | None:
+        """The supervisor's next report line within `timeout`."""
+        assert self._reports is not None
+        with self._lock:
+            return self._reports.next_line(timeout)
 
     def _read_until(self, wanted: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while (line := self._next_line(max(0.0, deadline - time.monotonic()))) is not None:
-            if line == wanted or line.startswith(wanted):
-                return True
-        return False
+        assert self._reports is not None
+        with self._lock:
+            found = self._reports.read_until(wanted, timeout)
+            if self._reports.code is not None:
+                self.returncode = self._reports.code
+        return found
 
-    # -- the public API ---------------------------------------------------------
+    def poll(self) -> int | None:
+        """Its status if it has exited (negative: killed by that signal), else None."""
+        return self.wait(0.0)
 
     def wait(self, timeout: float) -> int | None:
-        """The agent's exit status (negative: killed by that signal), or None
-        if it did not exit within `timeout` seconds."""
-        if self.returncode is None:
-            self._read_until("exit ", timeout)
+        """Its status (negative: killed by that signal), or None if it did
+        not exit within `timeout` seconds."""
+        if self.returncode is not None:
+            return self.returncode
+        if self._exit is not None:
+            if not self._exit.done() and timeout <= 0:
+                return None  # a poll: no exception to raise and catch
+            try:
+                self.returncode = self._exit.result(timeout)
+            except TimeoutError:
+                return None
+            return self.returncode
+        self._read_until("exit ", timeout)
         return self.returncode
 
+    def _exited(self) -> bool:
+        """Whether its exit is known, without reading anything (any thread)."""
+        return self.returncode is not None or (self._exit is not None and self._exit.done())
+
     def descendants(self) -> list[psutil.Process]:
-        """Every live process of the tree (the agent, its helpers, orphans)."""
+        """Every live process of the tree (the child, its helpers, orphans)."""
         try:
-            found = psutil.Process(self.supervisor.pid).children(recursive=True)
+            if self.supervisor is None:
+                root = psutil.Process(self.pid)
+                found = [root, *root.children(recursive=True)]
+            else:
+                found = psutil.Process(self.supervisor.pid).children(recursive=True)
         except psutil.NoSuchProcess:
             return []
         live = []
@@ -232,21 +258,44 @@ class ContainedProcess:
                     live.append(proc)
         return live
 
-    def kill_agent(self, timeout: float = 30.0) -> int | None:
-        """SIGKILL only the agent's own process group (freeze, then kill);
-        helpers it put in other groups or sessions live on.  Returns the
-        agent's status."""
-        if not self._done:
-            self._command(b"A")
+    # -- signals and kills ------------------------------------------------------------
+
+    def signal(self, signum: int) -> None:
+        """Send `signum` to its process group (it leads a session of its own)."""
+        signal_group(self.pid, signum)
+
+    def kill(self) -> None:
+        """SIGKILL its process group, unless it is known to have exited (the
+        case's kill; what left the group goes with `kill_tree` or `close`)."""
+        if not self._exited():
+            self.signal(signal.SIGKILL)
+
+    def kill_agent(self, timeout: float = _KILLED_WITHIN) -> int | None:
+        """SIGKILL only its own process group (freeze, then kill); exec'd,
+        helpers it put in other groups or sessions live on (a forked child's
+        helpers die with it: they are in its PID namespace, or killed by its
+        server once it exited).  Returns its status."""
+        if self.supervisor is None:
+            self.kill()
+            return self.wait(timeout)
+        assert self._reports is not None
+        if not self._reports.done:
+            self._reports.command(b"A")
             if not self._read_until("agent-killed", timeout):
                 raise TreeError(f"the supervisor did not kill the agent within {timeout:g}s")
         return self.returncode
 
-    def kill_tree(self, timeout: float = 30.0) -> int | None:
-        """SIGKILL the agent and every descendant (the case's kill), then reap
-        the supervisor.  Returns the agent's status."""
+    def kill_tree(self, timeout: float = _KILLED_WITHIN) -> int | None:
+        """SIGKILL it and every descendant, and wait until its reaper has
+        reaped them all.  Returns its status."""
+        if self.supervisor is None:
+            self.kill()
+            if self.wait(timeout) is None:
+                raise TreeError(f"the forked child {self.pid} was not reaped within {timeout:g}s")
+            return self.returncode
+        assert self._reports is not None
         if self.supervisor.returncode is None:
-            self._command(b"T")
+            self._reports.command(b"T")
             self._read_until("done", timeout)
             try:
                 self.supervisor.wait(timeout)
@@ -257,40 +306,70 @@ class ContainedProcess:
                 raise TreeError("; ".join(self.problems))
         return self.returncode
 
-    def close(self) -> None:
-        """Kill whatever is left of the tree, reap the supervisor, close the pipes."""
-        if self not in _OPEN:
-            return
-        try:
-            with contextlib.suppress(TreeError):
-                self.kill_tree()
-        finally:
-            if self.supervisor.returncode is None:  # it failed: the lab cleans up itself
-                self._kill_from_lab()
-            with self._pipes_lock:
-                self._pipes_closed = True
-                for fd in (self._control, self._status):
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
-            _OPEN.discard(self)
+    def kill_others(self, keep: int, stragglers: list[str]) -> bool:
+        """Kill every process of the tree but `keep`, naming each in
+        `stragglers`; True if there was one."""
+        left = [p for p in self.descendants() if p.pid != keep]
+        for proc in left:
+            with contextlib.suppress(psutil.Error):
+                stragglers.append(f"{proc.name()}[{proc.pid}]")
+                proc.kill()
+        return bool(left)
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Ask the supervisor to kill the whole tree and wait for it to exit,
-        without reading its reports (another thread may be reading them)."""
-        self._command(b"T")
+    def sweep(self, stragglers: list[str]) -> None:
+        """Kill what is left of its tree once it exited (daemons in sessions
+        and groups of their own included), naming it in `stragglers`, and
+        close it."""
+        try:
+            if self.supervisor is None:
+                sweep_group(self.pid, stragglers)
+            else:
+                for proc in self.descendants():
+                    with contextlib.suppress(psutil.Error):
+                        stragglers.append(f"{proc.name()}[{proc.pid}]")
+            self.kill_tree()
+        except TreeError as exc:
+            stragglers.append(f"(its reaper failed: {exc})")
+        finally:
+            self.close()
+
+    def stop(self, timeout: float = _KILLED_WITHIN) -> None:
+        """Kill the whole tree and wait (bounded) until it is gone, without
+        reading its supervisor's reports (another thread may be reading
+        them): what an interrupt does, from any thread."""
+        if self.supervisor is None:
+            self.kill()
+            assert self._exit is not None
+            with contextlib.suppress(TimeoutError):
+                self._exit.result(timeout)
+            return
+        assert self._reports is not None
+        self._reports.command(b"T")
         try:
             self.supervisor.wait(timeout)
         except subprocess.TimeoutExpired:
             self._kill_from_lab()
 
-    def _command(self, byte: bytes) -> None:
-        with self._pipes_lock, contextlib.suppress(BrokenPipeError):  # it already exited
-            if not self._pipes_closed:
-                os.write(self._control, byte)
+    def close(self) -> None:
+        """Kill whatever is left of the tree, wait until it is reaped, and
+        let go of it (its supervisor's pipes, the registry)."""
+        if self._closed:
+            return
+        try:
+            with contextlib.suppress(TreeError):
+                self.kill_tree()
+        finally:
+            if self.supervisor is not None and self._reports is not None:
+                if self.supervisor.returncode is None:  # it failed: the lab cleans up
+                    self._kill_from_lab()
+                self._reports.close()
+            self._closed = True
+            leave(self)
 
     def _kill_from_lab(self) -> None:
         """The fallback when the supervisor fails: freeze and kill its tree from
         here (psutil), then the supervisor itself."""
+        assert self.supervisor is not None
         for _ in range(100):
             procs = self.descendants()
             if not procs:
@@ -310,6 +389,18 @@ class ContainedProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _refuse_while_stopping() -> None:
+    if stopping():
+        raise ChildHung("the lab is stopping (interrupted): no new child starts")
+
+
+def _opened(files: contextlib.ExitStack, where: Stdio, mode: str) -> int | IO[bytes]:
+    """An fd as it is, or the file at a path opened for the child."""
+    if isinstance(where, int):
+        return where
+    return files.enter_context(open(where, mode))
 
 
 def leftovers(marker: str) -> list[psutil.Process]:

@@ -1,18 +1,17 @@
 # The ACP agent's fork server: a single-threaded process that has imported
 # the ACP SDK and the runtime, and forks one real agent per request, so an
 # ACP crash case costs a fork instead of an interpreter start plus the SDK's
-# import.  Same protocol as faultlab/runtime/forkserver.py (SOCK_SEQPACKET,
-# one JSON message per packet, fds with SCM_RIGHTS; it is the one reaper of
-# its children and reports each exit status), with five fds per request:
-# the agent's stdin and stdout (the ACP pipes), stderr, and the probe pipes.
+# import.  Every fork server's loop, protocol and containment
+# (faultlab/forking/serve.py), with five fds per request: the agent's stdin
+# and stdout (the ACP pipes), stderr, and the probe pipes.
 from __future__ import annotations
 
 import gc
 import sys
 from typing import Any
 
-from faultlab.runtime.forkchild import enter_child
-from faultlab.runtime.forkserver import AHEAD, serve_requests, server_arguments
+from faultlab.forking.child import enter_child
+from faultlab.forking.serve import ServerArguments, serve_requests, server_arguments
 
 __all__ = ["FD_ORDER", "serve"]
 
@@ -32,16 +31,15 @@ def _child(request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
     return main(request["argv"])
 
 
-def serve(fd: int, *, ahead: int = AHEAD) -> None:
+def serve(arguments: ServerArguments) -> None:
     import acp  # noqa: F401  (the point of the server: imported once)
 
     import faultlab.runtime.acp.server  # noqa: F401
 
     gc.freeze()
-    serve_requests(fd, FD_ORDER, _child, ahead=ahead)
+    # Its children have no warm-up: `cold` changes nothing here.
+    serve_requests(arguments, FD_ORDER, _child)
 
 
 if __name__ == "__main__":
-    # Its children have no warm-up: `cold` changes nothing here.
-    socket_fd, children_ahead, _warm = server_arguments(sys.argv[1:])
-    serve(socket_fd, ahead=children_ahead)
+    serve(server_arguments(sys.argv[1:]))

@@ -17,7 +17,8 @@ import orjson
 import pytest
 from acp.connection import StreamDirection, StreamEvent
 
-from faultlab.lab.acp.child import AcpChild, Parked, kill_all_acp
+from faultlab.lab.acp.child import AcpChild, Parked
+from faultlab.lab.process.live import kill_all, live
 from faultlab.lab.process.spawn import ChildHung
 
 
@@ -149,14 +150,15 @@ def test_messages_are_recorded_in_the_order_they_crossed(child: AcpChild) -> Non
 def test_an_unstarted_child_is_neither_parked_nor_killed(child: AcpChild) -> None:
     assert not child.parked
     child.kill()  # no process: nothing to signal
-    kill_all_acp()  # and it was never live
+    assert live() == []  # it never joined the registry of live processes
+    kill_all()
     child.release()
     assert (child._report_fd, child._reply_fd) == (-1, -1)
 
 
 def test_a_child_starts_once(child: AcpChild) -> None:
-    child._proc = object()  # type: ignore[assignment]  # as if started
+    child.process = object()  # type: ignore[assignment]  # as if started
 
     with pytest.raises(RuntimeError, match="an AcpChild starts once"):
         asyncio.run(child.start())
-    child._proc = None
+    child.process = None

@@ -1,6 +1,7 @@
 # The fork server's options, refused with a clear error before any process
-# starts: how many children to fork ahead and whether they warm up (server
-# command line, lab client, LabOptions), and when the lab wants them warm.
+# starts: how many children to fork ahead and whether they warm up (lab
+# client, LabOptions; the server's command line is
+# tests/unit/forking/test_forking_arguments.py), and when the lab wants them warm.
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,23 +13,6 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.process.forkserver import ForkServer
 from faultlab.lab.process.reference import LabOptions, usable_cpus
 from faultlab.lab.process.target import reference_target
-from faultlab.runtime.forkserver import AHEAD, COLD, server_arguments
-
-
-def test_server_arguments_default_to_forking_ahead_warm() -> None:
-    assert server_arguments(["7"]) == (7, AHEAD, True)
-    assert server_arguments(["7", "0"]) == (7, 0, True)
-    assert server_arguments(["7", "3"]) == (7, 3, True)
-    assert server_arguments(["7", COLD]) == (7, AHEAD, False)
-    assert server_arguments(["7", "3", COLD]) == (7, 3, False)
-
-
-@pytest.mark.parametrize(
-    "argv", [["7", "-1"], ["7", "two"], ["x"], ["7", COLD, "3"], ["7", "1", "2"], ["7", "warm"]]
-)
-def test_bad_server_arguments_are_refused(argv: list[str]) -> None:
-    with pytest.raises(ValueError):
-        server_arguments(argv)
 
 
 @pytest.mark.parametrize("ahead", [-1, True, 1.5, "2"])

@@ -1,5 +1,5 @@
 # A forked child takes the environment its request gives, as an exec'd child
-# would: faultlab.runtime.forkchild.enter_child changes only the variables
+# would: faultlab.forking.child.enter_child (every fork server's) changes only the variables
 # that differ, and both os.environ and the C-level environment that a
 # subprocess inherits end up exactly the request's (plus the probe's fds).
 from __future__ import annotations
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.realprocess
 # Runs in a fresh interpreter, as a forked child would after its hand-over.
 _CHILD = """
 import json, os, subprocess, sys
-from faultlab.runtime.forkchild import enter_child
+from faultlab.forking.child import enter_child
 request = json.loads(sys.argv[1])
 null = os.open(os.devnull, os.O_RDONLY)
 enter_child(request, stdio=(null, 1, 2), probe=(7, 8), close=set(), program="p")

@@ -1,8 +1,11 @@
-# The per-case supervisor's view of processes (faultlab/lab/process/reaper.py):
-# every process or the tree's descendants read from /proc, the members of the
-# case's freezer cgroup and the moves into and out of it, and signals sent so
-# that a reused pid is never hit (a pidfd, or the start time the scan saw).
-# Stdlib only, no faultlab import: the supervisor runs as `python -I -S`.
+# The view of processes that containment needs, read from /proc: every
+# process or a tree's descendants, the members of a case's freezer cgroup and
+# the moves into and out of it, and signals sent so that a reused pid is
+# never hit (a pidfd, or the start time the scan saw).  Shared by the
+# per-case supervisor of an exec'd child (faultlab/lab/process/reaper.py) and
+# the fork servers' containment of their children (contain.py beside it).
+# Stdlib only, no faultlab import: the supervisor runs it as `python -I -S`
+# with this directory on sys.path.
 from __future__ import annotations
 
 import os
@@ -15,6 +18,7 @@ __all__ = [
     "_move",
     "_own_freezer",
     "_processes",
+    "_reaped",
     "_send",
     "_stat",
     "_stop_groups",
@@ -24,16 +28,31 @@ __all__ = [
 _FREEZER = "/sys/fs/cgroup/freezer"
 
 
-def _processes() -> dict[int, tuple[int, int, str, int]]:
-    """Every process: pid -> (ppid, pgid, state, start time), from /proc."""
+def _processes(floor: int = 0) -> dict[int, tuple[int, int, str, int]]:
+    """Every process (with a pid above `floor`): pid -> (ppid, pgid, state,
+    start time), from /proc."""
     found: dict[int, tuple[int, int, str, int]] = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit():
+        if not name.isdigit() or int(name) <= floor:
             continue
         stat = _stat(int(name))
         if stat is not None:
             found[int(name)] = stat
     return found
+
+
+def _reaped() -> list[tuple[int, int]]:
+    """Reap every child that has exited, without waiting: (pid, status) of
+    each, the status an exit code or minus the signal that killed it."""
+    found: list[tuple[int, int]] = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return found
+        if pid == 0:
+            return found
+        found.append((pid, os.waitstatus_to_exitcode(status)))
 
 
 def _stat(pid: int) -> tuple[int, int, str, int] | None:
@@ -47,13 +66,17 @@ def _stat(pid: int) -> tuple[int, int, str, int] | None:
     return int(fields[1]), int(fields[2]), fields[0].decode(), int(fields[19])
 
 
-def _descendants(root: int) -> dict[int, tuple[int, int, str, int]]:
-    table = _processes()
+def _descendants(
+    root: int, floor: int = 0, skip: frozenset[int] = frozenset()
+) -> dict[int, tuple[int, int, str, int]]:
+    """The descendants of `root` (with pids above `floor`), leaving out the
+    children of `root` in `skip` and theirs."""
+    table = _processes(floor)
     children: dict[int, list[int]] = {}
     for pid, (ppid, *_rest) in table.items():
         children.setdefault(ppid, []).append(pid)
     found: dict[int, tuple[int, int, str, int]] = {}
-    todo = list(children.get(root, ()))
+    todo = [pid for pid in children.get(root, ()) if pid not in skip]
     while todo:
         pid = todo.pop()
         found[pid] = table[pid]

@@ -57,6 +57,13 @@ class Agent {
     return ok;
   }
 
+  // Right before a dispatch: its checkpoint passed, but if a flush has failed
+  // since (a sibling call's), nothing is dispatched until one succeeds
+  // (docs/probe-protocol.md section 4, io-error), so try once more.
+  async stillDurable() {
+    return this.store.healthy || this.checkpoint();
+  }
+
   // Two turns of the event loop: a signal that arrived while the runtime was
   // busy (or parked) has had its poll phase, so its handler has run.  Then
   // wait out any I/O another task started meanwhile.
@@ -126,7 +133,7 @@ class Agent {
     const header = store.append('request/header', { turn, step, requestId, envelope });
     this.reach('request/logged', { requestId, seq: header.seq, digest: sent });
     if (!this.bugs.has('no-request-checkpoint')) {
-      const ok = await this.checkpoint();
+      const ok = (await this.checkpoint()) && (await this.stillDurable());
       if (!ok && !this.bugs.has('ignore-failed-flush')) {
         store.append('step/end', { turn, step });
         return 'error';

@@ -62,6 +62,7 @@ class Store {
     this.size = 0; // bytes in the file
     this.synced = 0; // bytes fsynced
     this.failure = null; // {op, errno}: the lab's fail-next-flush
+    this.healthy = true; // false from a failed flush until one succeeds
     this.running = null;
     this.queued = null;
   }
@@ -179,7 +180,10 @@ class Store {
     const { io, probe } = this;
     const first = this.durable;
     const last = this.events.length - 1;
-    if (first > last) return true;
+    if (first > last) {
+      this.healthy = true;
+      return true;
+    }
     const batch = encode(this.events.slice(first));
     const failure = this.failure;
     this.failure = null;
@@ -205,9 +209,11 @@ class Store {
       probe.fact('truncate', { file: this.path, size: this.size });
       probe.fact('flush', { ok: false, first, last, error: error.message });
       this.lastError = error.message;
+      this.healthy = false;
       return false;
     }
     this.durable = last + 1;
+    this.healthy = true;
     probe.fact('flush', { ok: true, first, last });
     return true;
   }

@@ -141,8 +141,9 @@ class Dispatcher {
     }
     const call = store.append('tool/call', { turn, step, callId: id, name, arguments: block.arguments });
     agent.reach('tool/logged', { callId: id, seq: call.seq, parentCallId: null });
-    const ok = await agent.checkpoint();
+    let ok = await agent.checkpoint();
     await agent.letSignalsIn();
+    if (ok) ok = await agent.stillDurable();
     if (!ok) {
       const text = `Tool call ${name} (${id}) was not started: the session could not be saved before running it (${store.lastError}). It had no effect.`;
       return { ...errorResult('CHECKPOINT_FAILED', text), source: call.seq };

@@ -8,6 +8,7 @@
 #
 #   python benchmarks/node_runtime.py                 # all of it (tens of minutes on 2 cores)
 #   python benchmarks/node_runtime.py --modes async --truths facts scenarios/payment.toml
+#   python benchmarks/node_runtime.py --out reports/node-runtime.json   # the rows as JSON too
 from __future__ import annotations
 
 import argparse
@@ -65,7 +66,7 @@ def main() -> int:
     parser.add_argument("--truths", default="syscalls,facts")
     parser.add_argument("--faults", default="all")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--json", action="store_true", help="the rows as JSON on stdout")
+    parser.add_argument("--out", type=Path, help="also write the rows as JSON here")
     options = parser.parse_args()
     scenarios = options.scenarios or sorted(str(p) for p in (ROOT / "scenarios").glob("*.toml"))
     rows = []
@@ -73,9 +74,8 @@ def main() -> int:
         for truth in options.truths.split(","):
             print(f"exploring: --io {mode}, ground truth {truth} ...", file=sys.stderr, flush=True)
             rows.append(explore(mode, truth, scenarios, options.faults, options.jobs))
-    if options.json:
-        print(json.dumps(rows, indent=2))
-        return 0
+    if options.out is not None:
+        options.out.write_text(json.dumps(rows, indent=2) + "\n")
     print(f"{len(scenarios)} scenario(s), --faults {options.faults}, --jobs {options.jobs}, "
           f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     header = ("io", "ground truth", "cases", "failing", "seconds", "cpu s")

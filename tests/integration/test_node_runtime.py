@@ -118,3 +118,21 @@ def test_io_uring_is_named_not_judged(tmp_path: Path) -> None:
     assert power and all(c["codes"] == ["TRACE_UNSUPPORTED"] for c in power), failing(cases)
     messages = [str(v["message"]) for c in power for v in c["violations"]]  # type: ignore[attr-defined]
     assert all("io_uring" in m for m in messages), messages
+
+
+def test_its_toml_subset_reads_every_bundled_scenario_as_tomllib_does(tmp_path: Path) -> None:
+    import tomllib
+
+    files = sorted(str(p) for p in (ROOT / "scenarios").glob("*.toml"))
+    read = ("const {parseToml} = require(process.argv[1]); const fs = require('fs');"
+            "console.log(JSON.stringify(process.argv.slice(2).map("
+            "(f) => parseToml(fs.readFileSync(f, 'utf8')))))")  # fmt: skip
+    done = subprocess.run(["node", "-e", read, str(RUNTIME.parent / "toml.js"), *files],
+                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    assert json.loads(done.stdout) == [tomllib.loads(Path(f).read_text()) for f in files]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('format = 1\nname = """two\nlines"""\n')
+    refused = subprocess.run(["node", str(RUNTIME), str(bad), "--session-dir", str(tmp_path / "s")],
+                             capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert refused.returncode == 2
+    assert refused.stderr.strip().endswith("bad.toml:2: multi-line strings are not supported")

@@ -47,7 +47,7 @@ function readScenario(file) {
   try {
     raw = parseToml(fs.readFileSync(file, 'utf8'));
   } catch (error) {
-    if (error instanceof TomlError) throw new ScenarioError(`${file}:${error.line}: ${error.message}`);
+    if (error instanceof TomlError) throw new ScenarioError(`${file}:${error.line}: ${error.reason}`);
     throw new ScenarioError(`${file}: ${error.message}`);
   }
   const where = (path) => `${file}: ${path}`;

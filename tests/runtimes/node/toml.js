@@ -6,9 +6,10 @@
 'use strict';
 
 class TomlError extends Error {
-  constructor(line, message) {
-    super(`line ${line}: ${message}`);
+  constructor(line, reason) {
+    super(`line ${line}: ${reason}`);
     this.line = line;
+    this.reason = reason;
   }
 }
 

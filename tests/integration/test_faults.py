@@ -67,3 +67,17 @@ def test_a_fault_at_an_occurrence_where_it_does_not_apply_is_a_usage_error(
     with pytest.raises(LabUsageError, match="applies at: tool/logged#1"):
         lab.run_single(PAYMENT, "tool/logged#5", fault="cancel-in-checkpoint",
                        workdir=tmp_path)  # fmt: skip
+
+
+def test_a_park_long_enough_to_reorder_tool_results_is_no_fork(tmp_path: Path) -> None:
+    # At nested-parallel's tool/durable#3 the nested lookup's 300 ms latency
+    # is running; the second and third writers start slowly (1.2 s in all),
+    # so the parked first writer's lookup returns before ping when it goes
+    # on: the same events in another valid order, not a forked log (issue 30:
+    # the Node runtime's SEQ_FORK on a loaded machine).  A broken lock is
+    # still caught (no_writer_lock above).
+    target = [sys.executable, str(ROOT / "tests" / "integration" / "targets" / "slow_resume.py")]
+    scenario = str(ROOT / "scenarios" / "nested-parallel.toml")
+    result = lab.run_single(scenario, "tool/durable#3", fault="second-writer", target=target,
+                            workdir=tmp_path)  # fmt: skip
+    assert result.verdict == "pass", [v.message for v in result.violations]

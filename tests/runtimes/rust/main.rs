@@ -138,7 +138,7 @@ fn main() {
         fail(6, &format!("{}: {}", o.dir, e));
     }
     let pool = Arc::new(pool::Pool::new(3));
-    let lock = store::lock(&o.dir, !o.bugs.no_writer_lock).unwrap_or_else(|e| fail(5, &e));
+    let lock = store::lock(&o.dir, !o.bugs.no_writer_lock, &pool).unwrap_or_else(|e| fail(5, &e));
     let log = store::join(&o.dir, store::LOG_NAME);
     let exists = std::path::Path::new(&log).exists();
     let (events, store) = if exists {

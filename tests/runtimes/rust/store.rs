@@ -47,7 +47,7 @@ fn take_injection(injection: &Injection, op: Op) -> Option<io::Error> {
 
 /// Takes the writer lock (section 6.4; `enforce` false: the broken variant
 /// that never flocks).  Err: the message (held by another, or an OS error).
-pub fn lock(dir: &str, enforce: bool) -> Result<File, String> {
+pub fn lock(dir: &str, enforce: bool, pool: &Pool) -> Result<File, String> {
     let path = join(dir, "session.jsonl.lock");
     // No O_TRUNC: a refused writer must leave the holder's pid in place.
     let mut file = OpenOptions::new().read(true).write(true).create(true).mode(0o644).open(&path)
@@ -65,9 +65,12 @@ pub fn lock(dir: &str, enforce: bool) -> Result<File, String> {
         Err(e) => return Err(format!("cannot lock {}: {}", path, e)),
     }
     let pid = format!("{}\n", std::process::id());
-    file.set_len(0).and_then(|_| file.write_all_at(pid.as_bytes(), 0))
-        .map_err(|e| format!("cannot write {}: {}", path, e))?;
-    Ok(file)
+    pool.run(move || -> io::Result<File> {
+        file.set_len(0)?;
+        file.write_all_at(pid.as_bytes(), 0)?;
+        Ok(file)
+    })
+    .map_err(|e| format!("cannot write {}: {}", path, e))
 }
 
 pub struct Loaded {

@@ -4,8 +4,10 @@
 # the lab itself is interrupted or killed; a target's broken probe report is
 # an `error` case naming the report (exit 1, never a traceback); a helper
 # holding the probe pipe is named as such; a child's huge output is kept as
-# head and tail.  The marker the `faultlab_cli` fixture sets is inherited by
-# every daemon, so whatever escaped is found.
+# head and tail; a target gone before the lab's reply reaches it (it died of
+# the SIGTERM the lab sent while it was parked) does not crash the lab.  The
+# marker the `faultlab_cli` fixture sets is inherited by every daemon, so
+# whatever escaped is found.
 from __future__ import annotations
 
 import shlex
@@ -104,6 +106,31 @@ def test_a_childs_huge_output_is_kept_as_head_and_tail(tmp_path: Path) -> None:
     assert b"byte(s) of output dropped here]" in kept
     assert kept.startswith(b"y" * 1000) and kept.endswith(b"y\n")
     assert len(status.stderr) < OUTPUT_HEAD + OUTPUT_TAIL + 200
+
+
+def test_a_reply_to_a_target_that_is_already_gone_is_not_an_error(tmp_path: Path) -> None:
+    # A target parks and is gone before the lab answers, as one without a
+    # SIGTERM handler is after the `sigterm` fault's signal: its end of the
+    # reply pipe is closed, so the lab's "continue" meets EPIPE (here the
+    # target closes that end itself, so the timing is certain).  The lab
+    # judges what the child left; it must not die of BrokenPipeError.
+    from faultlab.lab.process.spawn import Child
+
+    parks_and_dies = (
+        "import os\n"
+        "report, reply = map(int, os.environ['FAULTLAB_PROBE_FDS'].split(','))\n"
+        "os.close(reply)\n"
+        "os.write(report, b'{\"boundary\":\"turn/started\",\"n\":1,\"parked\":true}\\n')\n"
+        "import time; time.sleep(0.5)\n"
+    )
+    child = Child([sys.executable, "-c", parks_and_dies], stderr_path=tmp_path / "out.txt",
+                  armed="turn/started#1")  # fmt: skip
+    with child:
+        parked = child.run_until_parked_or_exit(60)
+        assert parked is not None and parked.get("parked") is True
+        child.reply("continue")  # its reply pipe has no reader any more
+        status = child.wait(60)
+    assert status.returncode == 0
 
 
 def test_a_fault_asked_for_where_it_cannot_apply_is_a_usage_error(

@@ -260,9 +260,13 @@ class Child:
         return code if type(code) is int else None
 
     def reply(self, action: str, **fields: Any) -> None:
-        """Answer a parked child (e.g. "continue")."""
+        """Answer a parked child (e.g. "continue").  A child that is gone
+        already (one without a SIGTERM handler, after the `sigterm` fault's
+        signal) has closed its end: the answer is moot, and how it ended is
+        read from its exit, so EPIPE is not the lab's error."""
         self.parked = None
-        os.write(self._reply_fd, orjson.dumps({"action": action, **fields}) + b"\n")
+        with contextlib.suppress(BrokenPipeError):
+            os.write(self._reply_fd, orjson.dumps({"action": action, **fields}) + b"\n")
 
     def signal(self, signum: int) -> None:
         """Send a signal to the child's whole process group."""

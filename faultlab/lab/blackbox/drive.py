@@ -9,7 +9,6 @@
 # every later one (and the resume after the kill) with its `resume` command.
 from __future__ import annotations
 
-import shutil
 import time
 import uuid
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from faultlab.lab.servers.points import DEFAULT_DELAYS_MS, KillPoint, parse_kill
 from faultlab.lab.servers.records import GateRecord, as_trace
 from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
+from faultlab.userfiles import copy_target
 
 __all__ = [
     "BLACKBOX_FAULTS",
@@ -162,10 +162,12 @@ class _CaseRig(ServerRig):
         adapter's reader makes of each (`NAME-N-FILE.history.json`)."""
         copies: dict[str, str] = {}
         for index, path in enumerate(self.agent.session_files()):
-            if not path.is_file():
-                continue
             copy = self.where / f"{name}-{index}-{path.name}"
-            shutil.copyfile(path, copy)
+            # Bounded, a regular file only, never through a link: a FIFO, a
+            # link to /dev/zero or a huge file is a TargetFileError (the
+            # engine makes the case an error with its code).
+            if not copy_target(path, copy, what="agent session file"):
+                continue
             copies[f"{name}:{path.name}"] = str(copy)
             history = self.agent.read_session(copy)
             if history is not None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 
 from faultlab.lab.errors import LabUsageError
+from faultlab.userfiles import read_tail
 
 __all__ = ["FREEZER", "REAPER", "ContainedProcess", "TreeError", "close_all", "leftovers"]
 
@@ -158,9 +159,8 @@ class ContainedProcess:
             proc.close()
             reason = first[len("error ") :] if first else "the supervisor did not start"
             if not first:  # its own error went to the agent's stderr file
-                with contextlib.suppress(OSError):
-                    tail = Path(stderr_path).read_bytes()[-4096:].decode("utf-8", "replace")
-                    reason += f": {tail.strip().splitlines()[-1]}" if tail.strip() else ""
+                tail = read_tail(stderr_path, limit=4096).decode("utf-8", "replace")
+                reason += f": {tail.strip().splitlines()[-1]}" if tail.strip() else ""
             raise LabUsageError(reason)
         fields = first.split()
         proc.pid = int(fields[1])

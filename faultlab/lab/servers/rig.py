@@ -22,6 +22,7 @@ from faultlab.lab.servers.gate import Gate, GateBridge
 from faultlab.lab.servers.model import ModelServer
 from faultlab.lab.servers.points import KillPoint
 from faultlab.scenario import Scenario
+from faultlab.userfiles import read_tail
 
 __all__ = ["POLL", "Ending", "RigProcess", "ServerRig"]
 
@@ -103,12 +104,9 @@ class ServerRig:
         return path
 
     def tail(self, name: str, limit: int = 4000) -> str:
-        """The last `limit` bytes of the case's file `name` ('' if none)."""
-        try:
-            data = (self.where / name).read_bytes()
-        except FileNotFoundError:
-            return ""
-        return data[-limit:].decode("utf-8", "replace")
+        """The last `limit` bytes of the case's file `name` ('' if none),
+        however large the child made it (faultlab.userfiles.read_tail)."""
+        return read_tail(self.where / name, limit=limit).decode("utf-8", "replace")
 
     def close(self) -> None:
         """Release the gate (held servers stop), stop the servers, remove the

@@ -33,6 +33,7 @@ __all__ = [
     "TargetFileError",
     "UserFileError",
     "check_exists",
+    "check_utf8",
     "copy_target",
     "copy_user_file",
     "file_kind",
@@ -105,8 +106,21 @@ def file_kind(mode: int) -> str:
 _kind = file_kind
 
 
+def check_utf8(text: str, *, what: str) -> None:
+    """A `UserFileError` when `text` (a path or an argument as Python decoded
+    it) holds bytes that are not UTF-8: reports, logs and the probe protocol
+    are UTF-8, so such a name cannot be carried through them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        shown = os.fsencode(text)[:120]
+        raise UserFileError(repr(shown)[1:], f"{what} is not valid UTF-8 (byte {exc.start}): "
+                            "rename it") from None  # fmt: skip
+
+
 def _stat(path: Path, what: str) -> os.stat_result:
     """`os.stat` with its failures as one line each."""
+    check_utf8(str(path), what="the path")
     try:
         return os.stat(path)
     except OSError as exc:
@@ -332,7 +346,7 @@ def files_in(directory: str | Path, *, suffix: str, what: str) -> list[Path]:
     except OSError as exc:
         raise UserFileError(where, f"cannot list the directory: {exc.strerror}") from None
     found = [where / name for name in names if name.endswith(suffix)]
-    for path in found:
+    for path in found:  # a name that is not UTF-8 is refused by name too
         check_exists(path, what=what)
     if not found:
         raise UserFileError(where, f"no {what}s (*{suffix}) in this directory")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -18,6 +17,7 @@ from typing import Any, Literal, Protocol, Self
 
 import orjson
 
+from faultlab.lab.process.scratch import owned_dir
 from faultlab.lab.servers.gate import Gate, GateBridge
 from faultlab.lab.servers.model import ModelServer
 from faultlab.lab.servers.points import KillPoint
@@ -55,8 +55,10 @@ class ServerRig:
         self.ledger = where / "world.jsonl"
         self.records = where / "records.jsonl"
         self.gate = Gate(armed)
-        # A Unix socket path must fit in 108 bytes: a short folder of its own.
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="faultlab-gate-"))
+        # A Unix socket path must fit in 108 bytes: a short folder of its own
+        # in the system temp dir, that names its owner (the next run removes
+        # it if this one is SIGKILLed) and only this user may enter.
+        self._socket_dir = owned_dir("faultlab-gate-")
         self.bridge = GateBridge(self.gate, self._socket_dir / "gate")
         self.model: ModelServer | None = None
         self.model_url = ""  # where the model server listens, when it runs

@@ -95,7 +95,8 @@ class _CaseRig(ServerRig):
         super().__init__(where, armed, timeout=options.timeout, model=scenario)
         self.scenario, self.options = scenario, options
         wiring = CaseWiring(where / "agent", self.model_url, self.tool_server(scenario_path),
-                            str(uuid.uuid5(uuid.NAMESPACE_URL, str(where))))  # fmt: skip
+                            str(uuid.uuid5(uuid.NAMESPACE_URL, str(where))),
+                            self.model_key)  # fmt: skip
         wiring.directory.mkdir()
         self.agent: CaseAgent = options.agent.prepare(wiring)
 
@@ -287,7 +288,8 @@ def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions
         rig.close()
     artifacts.update(outcome.at_kill)
     artifacts.update(rig.copy_session("final"))
-    return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
+    return CaseResult(case, verdict, tuple(violations), time.monotonic() - started,
+                      rig.foreign_note(), artifacts)  # fmt: skip
 
 
 def _hang(outcome: _Outcome) -> str | None:

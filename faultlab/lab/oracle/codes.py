@@ -150,7 +150,8 @@ GUARANTEES: dict[str, tuple[str, str]] = {
         "the target does not report the write facts and flush/written boundary this fault needs",
     ),
     # Untrusted input (docs/security.md): what a target wrote that the lab
-    # does not read, and requests that did not come from the case's agent.
+    # does not read.  (A request that did not come from the case's agent is
+    # no violation: it is refused and noted, a FOREIGN_REQUEST gate fact.)
     "TARGET_FILE_REFUSED": (
         "lab",
         "a file the target wrote (its log, its ledger, a session file) is a symlink, a FIFO, a "
@@ -160,11 +161,6 @@ GUARANTEES: dict[str, tuple[str, str]] = {
         "lab",
         "a file the target wrote is over the lab's limit for it (docs/cli.md, \"Limits\"): "
         "the case is not judged",
-    ),
-    "FOREIGN_REQUEST": (
-        "lab",
-        "a request reached faultlab's model server without the case's secret (another "
-        "process, not the case's agent): refused, recorded, never ground truth",
     ),
 }
 

@@ -79,7 +79,9 @@ class ForkServer:
         extra = ([] if ahead is None else [str(ahead)]) + ([] if warm else ["cold"])
         try:
             self._process = subprocess.Popen(
-                [python, "-m", self.module, str(server_end.fileno()), *arguments, *extra],
+                # -P: the working directory is not on its path, so nothing
+                # there shadows what it imports (docs/security.md).
+                [python, "-P", "-m", self.module, str(server_end.fileno()), *arguments, *extra],
                 pass_fds=(server_end.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

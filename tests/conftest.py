@@ -2,7 +2,8 @@
 # reference runtime's parts in-process for unit tests (real files, real fsync);
 # and the hostile-input corpus's one way of running faultlab (tests/hostile):
 # the real CLI in a subprocess, with a time bound, a memory bound (RLIMIT_AS in
-# the child) and a marker in its environment, so every process it leaves
+# the child), a file-size bound (RLIMIT_FSIZE: no file it writes may pass the
+# documented caps) and a marker in its environment, so every process it leaves
 # behind is found.  (One conftest: a second one elsewhere would shadow this
 # module's name for the tests that import from it.)
 from __future__ import annotations
@@ -168,6 +169,10 @@ def make_runtime(tmp_path: Path) -> Iterator[RuntimeFactory]:
 
 # -- the hostile-input corpus (tests/hostile) ------------------------------
 MEMORY_BOUND = 1 << 30  # bytes of address space a faultlab command may take
+# Bytes one file it writes may hold: above every cap of docs/cli.md "Limits"
+# (256 MiB a copied file), far below what an unbounded copy of /dev/zero or a
+# 3 GiB session file would write (SIGXFSZ would then end the command).
+FILE_BOUND = 320 << 20
 TIME_BOUND = 60.0  # seconds: generous, the machine is shared; a hang is far longer
 
 
@@ -190,6 +195,7 @@ class Outcome:
 
 def _bounded() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BOUND, MEMORY_BOUND))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BOUND, FILE_BOUND))
 
 
 @pytest.fixture

@@ -72,6 +72,11 @@ class _PlanProgress:
     metavar="N", help="With double-sigkill: at most N first kill points and N cases per "
     "scenario, sampled with a fixed seed; 0 runs the exhaustive set.",
 )  # fmt: skip
+@click.option(
+    "--max-cases", type=opt.whole(1, 10_000_000), default=10_000, show_default=True,
+    metavar="N", help="At most N crash cases per scenario: a scenario that plans more is "
+    "refused before any case runs (a target reporting many boundaries).",
+)  # fmt: skip
 @opt.timeout
 @opt.json
 @opt.report_dir
@@ -119,7 +124,8 @@ class _PlanProgress:
 def explore(
     ctx: click.Context, scenarios: tuple[Path, ...], policy: str | None, target: str | None,
     jobs: int, shard: Shard | None, timeout: float, as_json: bool, report_dir: Path,
-    no_report: bool, spawn: str, faults: str, max_double_cases: int, backend: str | None,
+    no_report: bool, spawn: str, faults: str, max_double_cases: int, max_cases: int,
+    backend: str | None,
     drive: str, agent: str | None, delays: str | None, repeats: int, app: str | None,
     compare: str | None, exitfirst: bool, maxfail: int | None, keyword: str | None,
     last_failed: bool, verbose: int, quiet: int, color_choice: str,
@@ -174,7 +180,8 @@ def explore(
             try:
                 result = lab.explore(made, loaded, faults=fault_names, jobs=jobs, shard=shard,
                                      progress=progress, select=select,
-                                     plan_progress=_PlanProgress())  # fmt: skip
+                                     plan_progress=_PlanProgress(),
+                                     max_cases=max_cases)  # fmt: skip
             except lab.Interrupted as stop:
                 result = stop.partial
         return driving.finish(result, made, given, timeout=timeout, as_json=as_json,

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import traceback
@@ -66,6 +67,7 @@ def guarded(command: F) -> F:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
         previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
+            _check_environment()
             code = command(*args, **kwargs)
         except (UserError, ScenarioError, ProbeError, lab.LabUsageError, UserFileError) as exc:
             say(f"faultlab: error: {exc}")
@@ -82,6 +84,21 @@ def guarded(command: F) -> F:
         sys.exit(code)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _check_environment() -> None:
+    """What every command needs of its environment, said in one line (exit 2)
+    before anything runs: arguments in UTF-8, and a working directory that
+    still exists (relative paths, the default report folder, need it)."""
+    from faultlab.userfiles import check_utf8
+
+    for number, argument in enumerate(sys.argv[1:], start=1):
+        check_utf8(argument, what=f"argument {number}")
+    try:
+        os.getcwd()
+    except OSError as exc:
+        raise UserError(f"the working directory is gone ({exc.strerror}): cd to a directory "
+                        "that exists and run faultlab again") from None
 
 
 def _interrupt(_signum: int, _frame: object) -> None:

@@ -38,4 +38,4 @@ def test_merging_something_that_is_not_a_report(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text("{}")
     (tmp_path / "cases.jsonl").write_text("")
     result = CliRunner().invoke(main, ["report", "merge", str(tmp_path)])
-    assert result.exit_code == 2 and "unreadable report" in result.stderr
+    assert result.exit_code == 2 and "summary.json: not JSON" in result.stderr

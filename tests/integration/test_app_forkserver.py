@@ -211,8 +211,8 @@ def test_app_cases_fork_from_the_server_by_default_with_the_verdicts_of_exec(
     assert len(servers) == 1
     server = psutil.Process(servers.pop())
     assert server.ppid() == os.getpid() and server.num_threads() == 1
-    command = server.cmdline()  # python -m MODULE FD AHEAD [flat] -- CHILD_MODULE APP
-    assert command[1:3] == ["-m", "faultlab.lab.apps.forkserver"]
+    command = server.cmdline()  # python -P -m MODULE FD AHEAD [flat] -- CHILD_MODULE APP
+    assert command[1:4] == ["-P", "-m", "faultlab.lab.apps.forkserver"]
     assert command[-3:] == ["--", "faultlab.lab.apps.lgchild", WHOAMI.partition(":")[2]]
     assert not any(psutil.pid_exists(c["pid"]) for c in children)
     assert len(_whoami(execd)) == 5  # exec'd children run in their own pid namespace

@@ -6,6 +6,7 @@
 # documented in docs/agents.md.
 from __future__ import annotations
 
+import os
 import platform
 import re
 import sys
@@ -18,7 +19,13 @@ from typing import Any, Literal
 import orjson
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.userfiles import MAX_SCENARIO_BYTES, UserFileError, read_bytes
+from faultlab.userfiles import (
+    MAX_SCENARIO_BYTES,
+    TARGET_FILE_REFUSED,
+    TargetFileError,
+    UserFileError,
+    read_bytes,
+)
 
 __all__ = [
     "API_KINDS",
@@ -54,9 +61,9 @@ MCP_SERVER_NAME = "faultlab"  # the MCP server's name in every config: tools are
 # Per-case template variables; each also has a `_json` form (its JSON
 # encoding, quotes included), and `{mcp_args}` as a whole argv element
 # splices the list.  `binary`, `install`, `apps` come from the installation.
-CASE_VARIABLES = frozenset({"model_url", "model", "mcp_command", "mcp_args", "mcp_config",
-                            "mcp_server", "home", "workdir", "session_id", "prompt", "python",
-                            "binary", "install", "apps"})  # fmt: skip
+CASE_VARIABLES = frozenset({"model_url", "model_key", "model", "mcp_command", "mcp_args",
+                            "mcp_config", "mcp_server", "home", "workdir", "session_id",
+                            "prompt", "python", "binary", "install", "apps"})  # fmt: skip
 # Only for `install.binary`: which platform package holds the native binary.
 INSTALL_VARIABLES = frozenset({"npm_platform", "rust_triple"})
 _VAR = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -124,6 +131,7 @@ class CaseVars:
     session_id: str
     prompt: str
     python: str = sys.executable
+    model_key: str = "faultlab"  # the model server's secret, as an API key
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +146,8 @@ class Launch:
     session_glob: str
     reader: str
     mcp_config: Path
+    # The case's folders (home, workdir): no file is written outside them.
+    roots: tuple[Path, ...] = ()
 
 
 def _line_of(text: str, key: str, section: str | None) -> int | None:
@@ -273,6 +283,9 @@ def _files(c: _Checker, items: Any) -> tuple[FileSpec, ...]:
             raise c.fail("files", "each [[files]] has exactly `path` and `content`")
         path, content = c.string(item, "path", "files"), c.string(item, "content", "files")
         c.templates(path, "path", "files", CASE_VARIABLES)
+        if not path.startswith(("{home}/", "{workdir}/")) or ".." in path.split("/"):
+            raise c.fail("path", f"{path!r} must lie in the case's folders: start with "
+                         "{home}/ or {workdir}/, without '..'", "files")  # fmt: skip
         c.templates(content, "content", "files", CASE_VARIABLES)
         out.append(FileSpec(path, content))
     return tuple(out)
@@ -349,7 +362,8 @@ def render(adapter: Adapter, case: CaseVars, *, resume: bool,
     """Fill the adapter's templates for one case (first prompt or resume)."""
     mcp_config = case.home / ".faultlab" / "mcp.json"
     values: dict[str, str | tuple[str, ...]] = {
-        "model_url": case.model_url, "model": adapter.model, "mcp_command": case.mcp_command,
+        "model_url": case.model_url, "model_key": case.model_key, "model": adapter.model,
+        "mcp_command": case.mcp_command,
         "mcp_args": case.mcp_args, "mcp_config": str(mcp_config), "mcp_server": MCP_SERVER_NAME,
         "home": str(case.home), "workdir": str(case.workdir), "session_id": case.session_id,
         "prompt": case.prompt, "python": case.python, "apps": str(APPS_DIR),
@@ -376,12 +390,30 @@ def render(adapter: Adapter, case: CaseVars, *, resume: bool,
     return Launch(argv=tuple(argv), env={k: _fill(v, values) for k, v in adapter.env},
                   cwd=Path(_fill(adapter.cwd, values)), files=tuple(files),
                   session_glob=_fill(adapter.session.glob, values), reader=adapter.session.reader,
-                  mcp_config=mcp_config)  # fmt: skip
+                  mcp_config=mcp_config, roots=(case.home, case.workdir))  # fmt: skip
 
 
 def write_files(launch: Launch) -> None:
-    """Create the case's directories and config files (before each launch)."""
+    """Create the case's directories and config files (before each launch).
+    Each file must land in the case's folders once every link is resolved
+    (an earlier run of the agent may have put a link in its home), and is
+    never written through a link itself."""
     launch.cwd.mkdir(parents=True, exist_ok=True)
+    roots = [os.path.realpath(root) for root in launch.roots]
     for path, content in launch.files:
+        # Checked before its folder is made: a link on the way would have
+        # mkdir create folders outside too.  (realpath resolves the parts
+        # that exist; the rest cannot be links, and `..` is refused on load.)
+        where = os.path.realpath(path.parent)
+        if roots and not any(os.path.commonpath([where, root]) == root for root in roots):
+            raise TargetFileError(path, f"would be written outside the case's folders (its "
+                                  f"folder resolves to {where})", TARGET_FILE_REFUSED)  # fmt: skip
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:  # a link the agent put there, a folder, ...
+            raise TargetFileError(path, f"cannot be written: {exc.strerror}",
+                                  TARGET_FILE_REFUSED) from None  # fmt: skip
+        with open(fd, "w", encoding="utf-8") as file:
+            file.write(content)

@@ -2,9 +2,13 @@
 # pin, into a cache directory of their own (one directory per name and
 # version, so two versions live side by side and findings name theirs):
 # npm packages with npm (they ship native binaries in platform packages),
-# pip ones with `pip install --target`.  Nothing here runs an agent.
+# pip ones with `pip install --target`.  Nothing here runs an agent.  An
+# install fills `NAME-VERSION.partial` first, which names its owner: a failed
+# install removes it, and a killed one's is removed by the next `agents`
+# command (its owner is gone); one whose owner still runs is another install.
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -20,10 +24,13 @@ from faultlab.lab.agents.adapter import (
     platform_variables,
 )
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.process.scratch import OWNER_FILE, owner_gone, write_owner
 
-__all__ = ["AgentRow", "agents_dir", "install", "install_dir", "installed", "list_agents"]
+__all__ = ["AgentRow", "agents_dir", "install", "install_dir", "installed", "list_agents",
+           "remove_partial"]
 
 INSTALL_TIMEOUT = 900.0  # seconds; the npm packages are a few hundred MB each
+_PARTIAL = ".partial"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +89,37 @@ def install(adapter: Adapter, *, root: Path | None = None, force: bool = False,
     killed install never leaves a half-filled directory that looks installed."""
     if adapter.install.kind == "builtin":
         return Path(sys.executable)
+    final = install_dir(adapter, root=root)
+    remove_partial(final.parent)  # a killed install's leftovers
     found = installed(adapter, root=root)
     if found is not None and not force:
         say(f"{adapter.name} {adapter.version}: already installed in {found.parent}")
         return found
-    final = install_dir(adapter, root=root)
-    staging = final.with_name(final.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    staging = final.with_name(final.name + _PARTIAL)
+    if staging.exists():
+        raise LabUsageError(f"{staging} is in use: another install of {adapter.name} is "
+                            "running (or remove the folder)")  # fmt: skip
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staging.mkdir()
+    except OSError as exc:
+        raise LabUsageError(f"cannot install into {final.parent}: {exc.strerror} (set "
+                            "FAULTLAB_AGENTS_DIR, or HOME, to a writable folder)") from None
+    try:
+        write_owner(staging)
+        _run_install(adapter, staging, say)
+        shutil.rmtree(final, ignore_errors=True)
+        os.remove(staging / OWNER_FILE)
+        staging.rename(final)
+    except BaseException:  # a failed or interrupted install leaves no .partial
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    path = _binary_path(adapter, final)
+    say(f"{adapter.name} {adapter.version}: installed, {path}")
+    return path
+
+
+def _run_install(adapter: Adapter, staging: Path, say: Callable[[str], None]) -> None:
     command = _command(adapter, staging)
     say(f"{adapter.name} {adapter.version}: {' '.join(command)}")
     try:
@@ -105,16 +135,27 @@ def install(adapter: Adapter, *, root: Path | None = None, force: bool = False,
     if not _binary_path(adapter, staging).is_file():
         raise LabUsageError(f"installed {adapter.name}, but its binary "
                             f"{adapter.install.binary!r} is not in the install")  # fmt: skip
-    shutil.rmtree(final, ignore_errors=True)
-    staging.rename(final)
-    path = _binary_path(adapter, final)
-    say(f"{adapter.name} {adapter.version}: installed, {path}")
-    return path
+
+
+def remove_partial(root: Path) -> list[Path]:
+    """Remove every `*.partial` install under `root` whose owner is gone (a
+    killed install's); one that names no owner is an older faultlab's,
+    removed too (no install runs without an owner any more)."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for path in root.glob("*" + _PARTIAL):
+            if not path.is_dir() or path.is_symlink():
+                continue
+            if owner_gone(path) is not False:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    return removed
 
 
 def list_agents(names: list[str] | None = None, *, root: Path | None = None) -> list[AgentRow]:
     """The bundled agents (or the named ones / adapter files) and whether installed."""
     adapters = [find_adapter(n) for n in names] if names else bundled_adapters()
+    remove_partial(root or agents_dir())  # a killed install's leftovers
     rows = []
     for adapter in adapters:
         found = installed(adapter, root=root)

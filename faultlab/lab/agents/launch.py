@@ -36,12 +36,14 @@ class AgentCommand:
 @dataclass(frozen=True, slots=True)
 class CaseWiring:
     """What the lab gives an agent for one case: its private directory, the
-    model server's URL, the MCP tool server's command and a session id."""
+    model server's URL, the MCP tool server's command, a session id, and the
+    model server's secret as an API key (the URL carries it too)."""
 
     directory: Path
     model_url: str
     mcp_argv: tuple[str, ...]
     session_id: str
+    model_key: str = ""
 
 
 class CaseAgent(Protocol):
@@ -96,6 +98,7 @@ class _PreparedAdapter:
         variables = CaseVars(
             model_url=w.model_url, mcp_command=w.mcp_argv[0], mcp_args=tuple(w.mcp_argv[1:]),
             home=self._home, workdir=self._work, session_id=w.session_id, prompt=prompt,
+            model_key=w.model_key or "faultlab",
         )  # fmt: skip
         launch = render(self._agent.adapter, variables, resume=resume,
                         install_dir=self._agent._install, binary=self._agent._binary)  # fmt: skip

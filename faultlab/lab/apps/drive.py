@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from faultlab.lab.servers.points import KillPoint
 from faultlab.lab.servers.records import as_trace
 from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
+from faultlab.userfiles import copy_target
 
 __all__ = [
     "DURABILITIES",
@@ -207,10 +207,10 @@ class AppRig(ServerRig):
     def persisted(self, name: str) -> PersistedThread:
         """The thread now, read with the framework's serializer; the raw
         store and the reading are kept beside the records."""
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("", "-wal", "-shm"):  # bounded, never through a link
             source = self.db.with_name(self.db.name + suffix)
-            if source.exists():
-                shutil.copyfile(source, self.where / f"{name}{self.db.suffix}{suffix}")
+            copy_target(source, self.where / f"{name}{self.db.suffix}{suffix}",
+                        what="app store")  # fmt: skip
         if self.framework == "pydantic-ai":
             thread = read_history(self.db)
         else:

@@ -5,7 +5,6 @@
 # the lab imports this module without the optional extra installed.
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import tempfile
 from collections import Counter
@@ -15,6 +14,7 @@ from typing import Any
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.histories import Call, History, Message
+from faultlab.userfiles import copy_target
 
 __all__ = ["PersistedThread", "read_thread", "to_history"]
 
@@ -73,11 +73,10 @@ def read_thread(db: Path, thread: str) -> PersistedThread:
         return PersistedThread(History(()), (), (), (), History(()))
     with tempfile.TemporaryDirectory(prefix="faultlab-lg-") as scratch:
         copy = Path(scratch) / db.name
-        shutil.copyfile(db, copy)
+        copy_target(db, copy, what="checkpoint database")  # bounded, never through a link
         for suffix in ("-wal", "-shm"):  # a killed writer's WAL holds its commits
             side = db.with_name(db.name + suffix)
-            if side.exists():
-                shutil.copyfile(side, copy.with_name(copy.name + suffix))
+            copy_target(side, copy.with_name(copy.name + suffix), what="checkpoint WAL")
         conn = sqlite3.connect(copy, check_same_thread=False)
         try:
             # A scratch copy: the saver's setup writes to it (its tables, the

@@ -14,6 +14,7 @@ from typing import Any
 from faultlab.lab.apps.lgstate import PersistedThread
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.histories import Call, History, Message
+from faultlab.userfiles import read_target
 
 __all__ = ["ERROR_OUTCOMES", "read_history", "to_history"]
 
@@ -70,9 +71,9 @@ def read_history(path: Path) -> PersistedThread:
     except ImportError:
         raise LabUsageError("reading pydantic-ai histories needs faultlab[pydantic-ai]") from None
     empty = History(())
-    if not path.exists():
+    raw = read_target(path, what="history store")  # bounded, regular, no link
+    if raw is None:
         return PersistedThread(empty, (), (), (), empty)
-    raw = path.read_bytes()
     try:
         messages = ModelMessagesTypeAdapter.validate_json(raw) if raw.strip() else []
     except ValueError as error:  # pydantic's ValidationError is a ValueError

@@ -10,7 +10,6 @@
 # every later one (and the resume after the kill) with its `resume` command.
 from __future__ import annotations
 
-import shutil
 import time
 import uuid
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ from faultlab.lab.servers.points import DEFAULT_DELAYS_MS, KillPoint, parse_kill
 from faultlab.lab.servers.records import GateRecord, as_trace
 from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
+from faultlab.userfiles import copy_target
 
 __all__ = [
     "AgentKill",
@@ -106,7 +106,8 @@ class _CaseRig(ServerRig):
         super().__init__(where, armed, timeout=options.timeout, model=scenario)
         self.scenario, self.options = scenario, options
         wiring = CaseWiring(where / "agent", self.model_url, self.tool_server(scenario_path),
-                            str(uuid.uuid5(uuid.NAMESPACE_URL, str(where))))  # fmt: skip
+                            str(uuid.uuid5(uuid.NAMESPACE_URL, str(where))),
+                            self.model_key)  # fmt: skip
         wiring.directory.mkdir()
         self.agent: CaseAgent = options.agent.prepare(wiring)
 
@@ -170,10 +171,12 @@ class _CaseRig(ServerRig):
         adapter's reader makes of each (`NAME-N-FILE.history.json`)."""
         copies: dict[str, str] = {}
         for index, path in enumerate(self.agent.session_files()):
-            if not path.is_file():
-                continue
             copy = self.where / f"{name}-{index}-{path.name}"
-            shutil.copyfile(path, copy)
+            # Bounded, a regular file only, never through a link: a FIFO, a
+            # link to /dev/zero or a huge file is a TargetFileError (the
+            # engine makes the case an error with its code).
+            if not copy_target(path, copy, what="agent session file"):
+                continue
             copies[f"{name}:{path.name}"] = str(copy)
             history = self.agent.read_session(copy)
             if history is not None:
@@ -288,7 +291,8 @@ def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions
         rig.close()
     artifacts.update(outcome.at_kill)
     artifacts.update(rig.copy_session("final"))
-    return CaseResult(case, verdict, tuple(violations), time.monotonic() - started, "", artifacts)
+    return CaseResult(case, verdict, tuple(violations), time.monotonic() - started,
+                      rig.foreign_note(), artifacts)  # fmt: skip
 
 
 def _hang(outcome: _Outcome) -> str | None:

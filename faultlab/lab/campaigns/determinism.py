@@ -20,6 +20,7 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import LabOptions, Reference, normalized, run_reference
 from faultlab.lab.read.sqlite import render_jsonl
+from faultlab.userfiles import read_target
 
 __all__ = ["NONDETERMINISTIC", "check_determinism", "normalise_lines"]
 
@@ -74,7 +75,7 @@ def _snapshot(directory: Path | None) -> dict[str, list[bytes]]:
     for path in sorted(directory.rglob("*")):
         if path.is_file() and not path.name.endswith(_SKIPPED_SUFFIXES):
             name = _CUT_NAME.sub(".cut-N", str(path.relative_to(directory)))
-            files[name] = normalise_lines(path.read_bytes())
+            files[name] = normalise_lines(read_target(path, what="file a target wrote") or b"")
     return files
 
 

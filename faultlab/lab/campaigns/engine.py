@@ -20,6 +20,7 @@ from pathlib import Path
 from faultlab.lab.campaigns.select import Selection
 from faultlab.lab.drives import COVERAGE, Drive, PlanContext, kill_everything
 from faultlab.lab.drives.protocol import reference_failed
+from faultlab.lab.drives.untrusted import guarded_reference, guarded_run
 from faultlab.lab.errors import LabUsageError, check_jobs
 from faultlab.lab.faults.table import CLASSIC_FAULTS
 from faultlab.lab.oracle.case import Case, CaseResult
@@ -28,6 +29,7 @@ from faultlab.lab.process.spawn import allow_children, stop_children
 from faultlab.scenario import Scenario, load_scenario
 
 __all__ = [
+    "DEFAULT_MAX_CASES",
     "ExploreResult",
     "FaultTally",
     "Interrupted",
@@ -48,6 +50,9 @@ __all__ = [
 
 Progress = Callable[[CaseResult, int, int], None]
 PlanProgress = Callable[[str, int, int], None]
+# The crash cases one scenario may plan (`--max-cases`, docs/cli.md "Limits"):
+# a target that reports 300,000 boundaries must not plan 300,000 cases.
+DEFAULT_MAX_CASES = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,21 +269,24 @@ def explore(
     drive: Drive, scenarios: Sequence[tuple[str, Scenario]], *,
     faults: Sequence[str] = ("sigkill",), jobs: int = 1, shard: Shard | None = None,
     progress: Progress | None = None, select: Selection | None = None,
-    plan_progress: PlanProgress | None = None,
+    plan_progress: PlanProgress | None = None, max_cases: int = DEFAULT_MAX_CASES,
 ) -> ExploreResult:  # fmt: skip
     """Every case of `scenarios` with `faults` (names or `all`, as the drive
     takes them): of shard `shard`, those `select` keeps (stopping as it
     says), `jobs` at a time; a drive of several variants (an app's modes)
-    runs each in turn and gives one result.  Interrupted, raises
+    runs each in turn and gives one result.  A scenario that plans more than
+    `max_cases` crash cases is a usage error.  Interrupted, raises
     `Interrupted` holding every case finished."""
     check_jobs(jobs)
+    if isinstance(max_cases, bool) or not isinstance(max_cases, int) or max_cases < 1:
+        raise LabUsageError(f"max cases must be at least 1, not {max_cases!r}")
     drive = drive.for_jobs(jobs)
     wanted = drive.parse_faults(faults)
     context = PlanContext(jobs, plan_progress)
     parts: list[ExploreResult] = []
     for variant in drive.variants():
         try:
-            crash_cases = partial(_planned, variant, wanted, context)
+            crash_cases = partial(_planned, variant, wanted, context, max_cases)
             part = _run_drive(variant, scenarios, wanted, crash_cases, jobs=jobs, shard=shard,
                               progress=progress, select=select)  # fmt: skip
         except Interrupted as stop:
@@ -289,9 +297,17 @@ def explore(
     return parts[0] if len(parts) == 1 else combined_result(parts)
 
 
-def _planned(drive: Drive, faults: tuple[str, ...], context: PlanContext,
+def _planned(drive: Drive, faults: tuple[str, ...], context: PlanContext, max_cases: int,
              reference: Reference) -> list[Case]:  # fmt: skip
-    return drive.plan(reference, faults, context)
+    cases = drive.plan(reference, faults, context)
+    if len(cases) > max_cases:
+        raise LabUsageError(
+            f"{Path(reference.scenario_path).name}: {len(cases)} crash cases planned from "
+            f"{len(reference.occurrences)} boundary occurrence(s), more than the {max_cases} a "
+            "scenario may have: raise --max-cases, or ask for fewer --faults (--delays, "
+            "--repeats)"
+        )  # fmt: skip
+    return cases
 
 
 def _run_drive(
@@ -314,13 +330,14 @@ def _run_drive(
             return drive.coverage(case, reference, faults)
         if reference.returncode != 0:
             return reference_failed(case, reference)
-        result = drive.run(case, reference)
+        result = guarded_run(drive.run, case, reference)  # a refused file: an error case
         tidy_passed(result, drive.workdir)
         return result
 
     return run_exploration(
         scenarios, jobs=jobs, shard=shard, progress=progress, threads=f"faultlab-{drive.name}",
-        reference=drive.reference, plan=plan, run=run, kill=lambda: kill_everything([drive]),
+        reference=partial(guarded_reference, drive.reference), plan=plan, run=run,
+        kill=lambda: kill_everything([drive]),
         select=select,
     )  # fmt: skip
 
@@ -347,16 +364,16 @@ def run_single(drive: Drive, scenario: str | Path, occurrence: str, *,
     variant = drive.variant_for(fault)
     if occurrence == COVERAGE:
         named = () if fault.split("/")[0] == "reference" else variant.parse_faults([fault])
-        reference = variant.reference(path, load_scenario(scenario))
+        reference = guarded_reference(variant.reference, path, load_scenario(scenario))
         case = Case(path, COVERAGE, variant.coverage_fault)
         return variant.coverage(case, reference, named)
     variant.parse_faults([fault])
     case = Case(path, variant.parse_occurrence(occurrence, fault), variant.case_fault(fault))
-    reference = variant.reference(path, load_scenario(scenario))
+    reference = guarded_reference(variant.reference, path, load_scenario(scenario))
     if reference.returncode != 0:
         return reference_failed(case, reference)
     variant.check_applies(case, reference)
-    result = variant.run(case, reference)
+    result = guarded_run(variant.run, case, reference)
     from faultlab.lab.drives.classic import ClassicDrive
 
     if not (isinstance(variant, ClassicDrive) and variant.check_determinism):

@@ -120,7 +120,7 @@ def variant_adapter(variant: ZooVariant, workdir: Path) -> str:
     from faultlab.lab.agents.adapter import find_adapter
 
     reference = Path(find_adapter("reference").source).read_text(encoding="utf-8")
-    module = '"-m", "faultlab.runtime.httpagent"'
+    module = '"-P", "-m", "faultlab.runtime.httpagent"'
     if module not in reference:
         raise LabUsageError(f"the reference adapter no longer runs {module}")
     name = variant.name.replace("_", "-")

@@ -127,6 +127,9 @@ class SingleDrive:
 
 def reference_failed(case: Case, reference: Reference) -> CaseResult:
     """The verdict of every case of a scenario whose fault-free run failed."""
+    if reference.refused is not None:
+        code, message = reference.refused
+        return CaseResult(case, "error", (Violation(code, message),))
     if reference.bad_reports:
         message = (f"the target's probe report broke the protocol: {reference.bad_reports[0]}"
                    " (docs/probe-protocol.md)")  # fmt: skip

@@ -45,6 +45,7 @@ from faultlab.lab.process.reference import (
 from faultlab.lab.process.spawn import Child, ChildHung
 from faultlab.lab.process.target import session_files
 from faultlab.lab.read.view import LogView
+from faultlab.userfiles import TAIL_BYTES, copy_target, read_target
 
 __all__ = [
     "CANCEL_WHERE",
@@ -196,17 +197,18 @@ def run_crash_in_repair_case(case: Case, reference: Reference, options: LabOptio
 
 def _copy_ledger(source: Path, session: Path) -> None:
     _log, ledger = session_files(source)
-    if ledger.exists():
-        shutil.copy2(ledger, session / ledger.name)
+    copy_target(ledger, session / ledger.name, what="world ledger")  # bounded, no link
 
 
 def _lock_state(lock: Path) -> tuple[int, bytes] | None:
     """The lock file's inode and bytes (None: there is none, e.g. a target
     that locks some other way: then nothing is compared)."""
     try:
-        return lock.stat().st_ino, lock.read_bytes()
+        inode = lock.lstat().st_ino
     except OSError:
         return None
+    data = read_target(lock, what="lock file", limit=TAIL_BYTES)  # bounded, no link
+    return None if data is None else (inode, data)
 
 
 def run_second_writer_case(case: Case, reference: Reference, options: LabOptions) -> CaseResult:

@@ -15,6 +15,7 @@ from typing import Any
 
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.read.view import LogEvent, LogView
+from faultlab.userfiles import read_target
 
 __all__ = [
     "closed_turns_lost",
@@ -101,7 +102,12 @@ def unanswered_calls(events: Sequence[LogEvent]) -> list[str]:
 
 def cut_files_of(session: Path, log_name: str) -> dict[str, bytes]:
     """The cut files beside a JSONL log (`<log>.cut-<offset>[.<k>]`), by name."""
-    return {p.name: p.read_bytes() for p in sorted(session.glob(f"{log_name}.cut-*"))}
+    found = {}
+    for path in sorted(session.glob(f"{log_name}.cut-*")):
+        data = read_target(path, what="cut file")  # bounded, regular, no link
+        if data is not None:
+            found[path.name] = data
+    return found
 
 
 def cut_tail_lost(

@@ -149,6 +149,19 @@ GUARANTEES: dict[str, tuple[str, str]] = {
         "lab",
         "the target does not report the write facts and flush/written boundary this fault needs",
     ),
+    # Untrusted input (docs/security.md): what a target wrote that the lab
+    # does not read.  (A request that did not come from the case's agent is
+    # no violation: it is refused and noted, a FOREIGN_REQUEST gate fact.)
+    "TARGET_FILE_REFUSED": (
+        "lab",
+        "a file the target wrote (its log, its ledger, a session file) is a symlink, a FIFO, a "
+        "device or a directory where a regular file belongs: the lab does not read it",
+    ),
+    "TARGET_OUTPUT_TOO_LARGE": (
+        "lab",
+        "a file the target wrote is over the lab's limit for it (docs/cli.md, \"Limits\"): "
+        "the case is not judged",
+    ),
 }
 
 

@@ -79,7 +79,9 @@ class ForkServer:
         extra = ["--", *arguments] if arguments else []
         try:
             self._process = subprocess.Popen(
-                [python, "-m", module, str(server_end.fileno()), *flags, *extra],
+                # -P: the working directory is not on its path, so nothing
+                # there shadows what it imports (docs/security.md).
+                [python, "-P", "-m", module, str(server_end.fileno()), *flags, *extra],
                 pass_fds=(server_end.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

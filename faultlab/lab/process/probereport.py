@@ -5,12 +5,15 @@
 # has wherever a trace is read.  The child itself is faultlab/lab/process/spawn.py.
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any, TypedDict
 
 from faultlab.probe import BOUNDARIES
 
 __all__ = [
+    "MAX_REPORTS",
     "MAX_REPORT_LINE",
     "OUTPUT_HEAD",
     "OUTPUT_TAIL",
@@ -22,6 +25,9 @@ __all__ = [
 # A probe report is one short JSON line; a longer one is refused (and the
 # buffer dropped) so a target cannot grow the lab's memory without bound.
 MAX_REPORT_LINE = 1 << 20
+# Probe reports kept of one run: a target that reports without end must not
+# fill the lab's memory (about 1 KiB each); more is a BAD_PROBE_REPORT.
+MAX_REPORTS = 200_000
 # What is kept of a child's stdout+stderr file: its first and last bytes,
 # with a note of what was dropped between them (docs/cli.md "Limits").
 OUTPUT_HEAD = 64 << 10
@@ -96,10 +102,14 @@ def bound_output(path: Path, head: int = OUTPUT_HEAD, tail: int = OUTPUT_TAIL) -
     """Cut a child's output file to its first `head` and last `tail` bytes,
     with a line in between saying how many bytes were dropped."""
     try:
-        size = path.stat().st_size
+        size = path.lstat().st_size  # never through a link the child put there
         if size <= head + tail:
             return
-        with open(path, "r+b") as file:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return
+        with open(fd, "r+b") as file:
             start = file.read(head)
             file.seek(size - tail)
             end = file.read(tail)

@@ -30,6 +30,7 @@ from faultlab.lab.read.stores import LogStore, store_for
 from faultlab.lab.read.view import LogView
 from faultlab.probe import ENV_TRACED
 from faultlab.scenario import Scenario
+from faultlab.userfiles import read_target
 
 __all__ = [
     "BAD_REPORT",
@@ -141,6 +142,10 @@ class Reference:
     # Reports that broke the probe protocol (spawn.report_problem); then
     # `returncode` is BAD_REPORT and every case of the scenario is an error.
     bad_reports: tuple[str, ...] = ()
+    # (code, message): a file the run wrote that the lab refused to read
+    # (faultlab.userfiles: TARGET_FILE_REFUSED, TARGET_OUTPUT_TOO_LARGE);
+    # then `returncode` is BAD_REPORT and every case of the scenario is an error.
+    refused: tuple[str, str] | None = None
 
     @property
     def boundaries(self) -> list[ProbeReport]:
@@ -163,10 +168,11 @@ def slug(text: str) -> str:
 
 
 def read_ledger(path: Path) -> tuple[LedgerRecord, ...]:
-    """World-ledger records; a torn or foreign line is skipped (it was never applied)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    """World-ledger records; a torn or foreign line is skipped (it was never
+    applied).  Read bounded (faultlab.userfiles): a ledger that is not a
+    regular file or is too large is a `TargetFileError`."""
+    data = read_target(path, what="world ledger")
+    if data is None:
         return ()
     records = []
     for line in data.split(b"\n"):
@@ -185,10 +191,8 @@ def store_of(options: LabOptions, scenario: Scenario) -> LogStore:
 
 
 def read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
+    """The file a target wrote (b"" when there is none), read bounded."""
+    return read_target(path, what="file a target wrote") or b""
 
 
 def run_to_exit(child: Child, timeout: float, *, early: bool = False) -> ChildExit:

@@ -36,6 +36,7 @@ from faultlab.lab.process.forkserver import ForkServer
 from faultlab.lab.process.live import allow_children, kill_all, stop_children
 from faultlab.lab.process.probereport import (
     MAX_REPORT_LINE,
+    MAX_REPORTS,
     OUTPUT_HEAD,
     OUTPUT_TAIL,
     ProbeReport,
@@ -44,6 +45,7 @@ from faultlab.lab.process.probereport import (
 )
 from faultlab.lab.process.tree import ContainedProcess
 from faultlab.probe import ENV_ARM, ENV_FDS, RELEASED, process_gone
+from faultlab.userfiles import read_tail
 
 __all__ = [
     "MAX_REPORT_LINE",
@@ -221,6 +223,9 @@ class Child:
             if problem is not None:
                 self._bad(problem)
                 continue
+            if len(self.trace) >= MAX_REPORTS:
+                self._bad(f"more than {MAX_REPORTS} probe reports in one run")
+                continue
             report: ProbeReport = message  # report_problem checked its shape
             self.trace.append(report)
             if report.get("parked"):
@@ -371,10 +376,8 @@ class Child:
 
     def _stderr(self) -> str:
         bound_output(self.stderr_path)
-        try:
-            return self.stderr_path.read_text("utf-8", "replace")
-        except OSError:
-            return ""
+        limit = OUTPUT_HEAD + OUTPUT_TAIL + 200  # what bound_output leaves
+        return read_tail(self.stderr_path, limit=limit).decode("utf-8", "replace")
 
     def close(self) -> None:
         """Close the lab's pipe ends.  A child let go early stays live (for

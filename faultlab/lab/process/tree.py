@@ -23,7 +23,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO
 
 import psutil
@@ -33,6 +32,7 @@ from faultlab.lab.process.childproc import ChildHung, signal_group, sweep_group
 from faultlab.lab.process.forkserver import ForkServer, pidns_wanted
 from faultlab.lab.process.live import join, leave, stopping
 from faultlab.lab.process.supervisor import FREEZER, REAPER, StatusPipe, TreeError
+from faultlab.userfiles import read_tail
 
 __all__ = ["FREEZER", "REAPER", "ContainedProcess", "Stdio", "TreeError", "leftovers"]
 
@@ -170,10 +170,8 @@ class ContainedProcess:
             proc.close()
             reason = first[len("error ") :] if first else "the supervisor did not start"
             if not first and not isinstance(stderr_path, int):  # its own error is there
-                with contextlib.suppress(OSError):
-                    tail = Path(stderr_path).read_bytes()[-4096:]
-                    text = tail.decode("utf-8", "replace").strip()
-                    reason += f": {text.splitlines()[-1]}" if text else ""
+                tail = read_tail(stderr_path, limit=4096).decode("utf-8", "replace")
+                reason += f": {tail.strip().splitlines()[-1]}" if tail.strip() else ""
             raise LabUsageError(reason)
         fields = first.split()
         proc.pid = int(fields[1])

@@ -17,6 +17,8 @@
 # the checks of one line in lines.py.
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import orjson
@@ -33,6 +35,7 @@ from faultlab.lab.read.view import (
     LogProblem,
     LogView,
 )
+from faultlab.userfiles import MAX_LOG_BYTES, UserFileError, read_bytes
 
 __all__ = ["parse_log", "read_log_file"]
 
@@ -166,13 +169,17 @@ def read_log_file(path: str | Path, *, loads: Loads = orjson.loads) -> LogView:
     name = str(path)
     where = Path(path)
     try:
-        data = where.read_bytes()
+        is_dir = stat.S_ISDIR(os.stat(where).st_mode)
     except (FileNotFoundError, NotADirectoryError):
         return LogView(name, False, None, (), 0, 0, 0, ())
-    except IsADirectoryError:
-        return _bad_header(name, True, 0, "the path is a directory, not a session log file")
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # a loop, an embedded NUL byte
         return _bad_header(name, _exists(where), 0, f"cannot read the session log ({exc})")
+    if is_dir:
+        return _bad_header(name, True, 0, "the path is a directory, not a session log file")
+    try:  # bounded, regular files only, never blocking (faultlab.userfiles)
+        data = read_bytes(where, what="session log", limit=MAX_LOG_BYTES)
+    except UserFileError as exc:
+        return _bad_header(name, True, 0, f"cannot read the session log ({exc.problem})")
     return parse_log(data, name, loads=loads)
 
 

@@ -9,7 +9,6 @@
 # no torn tail: any bad row is committed damage.  Never raises on any input.
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -28,6 +27,7 @@ from faultlab.lab.read.view import (
     LogProblem,
     LogView,
 )
+from faultlab.userfiles import TargetFileError, copy_target, read_target
 
 __all__ = ["MAGIC", "is_sqlite", "parse_sqlite", "read_sqlite_file", "render_jsonl", "snapshot"]
 
@@ -44,19 +44,16 @@ def snapshot(path: Path, raw: bytes | None = None) -> bytes:
     folded in, as one standalone file (rollback-journal mode, so it can be
     read from memory); b"" if there is none.  Bytes that do not open as a
     database come back as they are."""
-    if raw is None:
-        try:
-            raw = path.read_bytes()
-        except OSError:
+    if raw is None:  # read bounded, never through a link (faultlab.userfiles)
+        raw = read_target(path, what="session database")
+        if raw is None:
             return b""
     with tempfile.TemporaryDirectory(prefix="faultlab-sqlite-") as work:
         copy = Path(work) / "session.sqlite"
         copy.write_bytes(raw)
         # A hot rollback journal is copied too: SQLite rolls it back on open.
         for suffix in ("-wal", "-journal"):
-            journal = Path(f"{path}{suffix}")
-            if journal.is_file():
-                shutil.copyfile(journal, f"{copy}{suffix}")
+            copy_target(f"{path}{suffix}", f"{copy}{suffix}", what="SQLite journal")
         try:
             db = sqlite3.connect(copy, isolation_level=None)
             try:
@@ -201,7 +198,10 @@ def read_sqlite_file(path: str | Path) -> LogView:
         return LogView(str(path), False, None, (), 0, 0, 0, ())
     if where.is_dir():
         return _bad(str(path), 0, "the path is a directory, not a session database")
-    return parse_sqlite(snapshot(where), str(path))
+    try:
+        return parse_sqlite(snapshot(where), str(path))
+    except TargetFileError as refused:  # a symlink, a FIFO, a device, too large
+        return _bad(str(path), 0, f"cannot read the session database: {refused.problem}")
 
 
 def render_jsonl(view: LogView) -> bytes:

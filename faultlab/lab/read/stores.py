@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.jsonl import parse_log, read_log_file
 from faultlab.lab.read.sqlite import is_sqlite, parse_sqlite, read_sqlite_file, snapshot
 from faultlab.lab.read.view import LogView
-from faultlab.userfiles import MAX_LOG_BYTES, read_bytes
+from faultlab.userfiles import MAX_LOG_BYTES, read_bytes, read_target
 
 __all__ = ["BACKENDS", "LogStore", "find_log", "read_any", "store_for"]
 
@@ -34,10 +35,10 @@ _SQLITE_CORRUPT = (
 
 
 def _read_file(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return b""
+    """A session log a target wrote (b"" when there is none), read bounded:
+    faultlab.userfiles raises a `TargetFileError` for a symlink, a FIFO, a
+    device or a log over MAX_TARGET_BYTES."""
+    return read_target(path, what="session log") or b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +142,14 @@ def read_user_log(path: str | Path) -> LogView:
 def read_any(path: str | Path) -> LogView:
     """Read a log file of either backend (told apart by the SQLite magic bytes)."""
     where = Path(path)
-    try:
-        with open(where, "rb") as file:
-            head = file.read(16)
+    try:  # non-blocking and regular files only: a FIFO never hangs it
+        fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return read_log_file(where)
+            head = os.read(fd, 16)
+        finally:
+            os.close(fd)
     except (OSError, ValueError):
         return read_log_file(where)  # it reports missing/unreadable files itself
     return read_sqlite_file(where) if is_sqlite(head) else read_log_file(where)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,6 +27,7 @@ from faultlab.lab.report.write import (
     dumps_json,
     fault_table,
     junit_xml,
+    keep_artifacts,
 )
 from faultlab.scenario import dump_scenario
 
@@ -198,10 +198,8 @@ def _finding_files(finding: Finding, info: RunInfo, building: Path, final: Path)
     into = building / where.relative_to(final)
     into.mkdir(parents=True)
     source = finding.result.artifacts.get("dir")
-    if source is not None and Path(source).is_dir():
-        for item in Path(source).iterdir():
-            if item.is_file():
-                shutil.copy2(item, into / item.name)
+    if source is not None:
+        keep_artifacts(Path(source), into)  # bounded, never through a link
     (into / scenario.name).write_text(dump_scenario(finding.generated.scenario), "utf-8")
     (into / test.name).write_text(regression_test(finding, info, test.name), "utf-8")
     command = run_command(finding.result.case, scenario, info)

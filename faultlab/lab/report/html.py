@@ -22,6 +22,8 @@ from faultlab.lab.oracle.codes import Violation, promise
 from faultlab.lab.process.reference import slug
 from faultlab.lab.read import read_any
 from faultlab.lab.report.console import harm_in_words, where_to_look
+from faultlab.lab.report.shardschema import confined_dir
+from faultlab.userfiles import MAX_LOG_BYTES, UserFileError, read_bytes
 
 __all__ = ["REFERENCES", "html_report", "selftest_html", "write_html"]
 
@@ -43,11 +45,21 @@ def _anchor(case_id: str) -> str:
     return "case-" + slug(case_id).replace("#", "_").replace("[", "_").replace("]", "_")
 
 
+def _bytes(path: Path) -> bytes:
+    """A file of the report: regular, never through a link, bounded
+    (a merged report's files came from its shards); b"" if unreadable."""
+    try:
+        return read_bytes(path, what="report file", limit=MAX_LOG_BYTES, follow=False)
+    except UserFileError:
+        return b""
+
+
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     try:
-        return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-    except (OSError, orjson.JSONDecodeError):
+        records = [orjson.loads(line) for line in _bytes(path).splitlines() if line.strip()]
+    except orjson.JSONDecodeError:
         return []
+    return [record for record in records if isinstance(record, dict)]
 
 
 def write_html(run: Path, *, final: Path | None = None) -> Path:
@@ -60,9 +72,10 @@ def write_html(run: Path, *, final: Path | None = None) -> Path:
 
 def html_report(run: Path, *, final: Path | None = None) -> str:
     try:
-        summary: dict[str, Any] = orjson.loads((run / "summary.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        summary = {}
+        loaded: Any = orjson.loads(_bytes(run / "summary.json"))
+    except orjson.JSONDecodeError:
+        loaded = {}
+    summary: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
     cases = _jsonl(run / "cases.jsonl")
     failing = [c for c in cases if c.get("verdict") in _FAILED]
     body = [_summary(summary, cases, failing), _matrices(cases)]
@@ -165,7 +178,12 @@ def _failure_line(case: dict[str, Any]) -> str:
 
 def _failure(run: Path, case: dict[str, Any], shown: Path) -> str:
     case_id = str(case.get("id"))
-    relative = str(case.get("artifacts", {}).get("dir", f"failures/{slug(case_id)}"))
+    artifacts = case.get("artifacts")
+    given = artifacts.get("dir") if isinstance(artifacts, dict) else None
+    # Only a folder inside the report: an absolute path or `..` would pull
+    # another folder's files into the page.
+    confined = isinstance(given, str) and confined_dir(given) is None
+    relative = str(given) if confined else f"failures/{slug(case_id)}"
     where = run / relative
     replay = str(case.get("replay") or _read_text(where / "replay.sh").strip())
     codes = list(dict.fromkeys(case.get("codes", [])))
@@ -189,10 +207,7 @@ def _failure(run: Path, case: dict[str, Any], shown: Path) -> str:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError:
-        return ""
+    return _bytes(path).decode("utf-8", "replace")
 
 
 def _violations(violations: Iterable[dict[str, Any]], detail: str) -> str:
@@ -336,7 +351,8 @@ tr.more td{background:#f88}.code{font-weight:bold}.evidence{color:#555}
 .hidden{display:none}
 """
 _JS = """
-function openTarget(){var id=decodeURIComponent(location.hash.slice(1));if(!id)return;
+function openTarget(){var id=location.hash.slice(1);try{id=decodeURIComponent(id);}
+catch(e){}if(!id)return;
 var el=document.getElementById(id);for(var p=el;p;p=p.parentElement){if(p.tagName==='DETAILS')
 p.open=true;}if(el)el.scrollIntoView();}
 window.addEventListener('hashchange',openTarget);openTarget();

@@ -5,7 +5,6 @@
 # a run.json so that `faultlab replay` works on the merged report.
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -14,11 +13,12 @@ from typing import Any
 
 import orjson
 
-from faultlab.lab.campaigns.explore import ExploreResult, Shard, parse_shard
+from faultlab.lab.campaigns.explore import ExploreResult
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.report.html import REFERENCES, write_html
+from faultlab.lab.report.shards import CopyBudget, ShardFiles, copy_tree, read_shard
 from faultlab.lab.report.write import (
     RunInfo,
     building_report,
@@ -31,24 +31,10 @@ from faultlab.lab.report.write import (
 __all__ = ["MergeResult", "merge_reports"]
 
 # Options that must agree between the reports merged.
-_SAME = ("target", "policy", "timeout", "spawn")
+_SAME = ("target", "policy", "timeout", "spawn", "backend", "drive")
 
 
-@dataclass(frozen=True, slots=True)
-class _Report:
-    path: Path
-    summary: dict[str, Any]
-    info: dict[str, Any]
-    records: list[dict[str, Any]]
-
-    @property
-    def kind(self) -> str:
-        return str(self.summary.get("kind", "explore"))
-
-    @property
-    def shard(self) -> Shard | None:
-        shard = self.summary.get("shard")
-        return None if shard is None else parse_shard(str(shard))
+_Report = ShardFiles  # a shard, read and checked (shards.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,21 +45,6 @@ class MergeResult:
     @property
     def passed(self) -> bool:
         return bool(self.summary["passed"])
-
-
-def _read(given: Path) -> _Report:
-    run = given if (given / "summary.json").is_file() else given / "latest"
-    try:
-        summary = orjson.loads((run / "summary.json").read_bytes())
-        info = orjson.loads((run / "run.json").read_bytes())
-        lines = (run / "cases.jsonl").read_bytes().splitlines()
-        records = [orjson.loads(line) for line in lines if line.strip()]
-    except FileNotFoundError as exc:
-        missing = Path(exc.filename).name
-        raise LabUsageError(f"{given}: not a faultlab report ({missing} is missing)") from None
-    except orjson.JSONDecodeError as exc:
-        raise LabUsageError(f"{given}: unreadable report: {exc}") from None
-    return _Report(run.resolve(), summary, info, records)
 
 
 def _check_compatible(reports: list[_Report]) -> None:
@@ -155,7 +126,7 @@ def merge_reports(
     """Merge the reports in `paths` into `report_dir/run_id`."""
     if not paths:
         raise LabUsageError("name at least one report directory to merge")
-    reports = _order([_read(p) for p in paths], allow_partial)
+    reports = _order([read_shard(p) for p in paths], allow_partial)
     _check_compatible(reports)
     pairs = _records(reports)
     results = [_result(record) for _report, record in pairs]
@@ -164,7 +135,8 @@ def merge_reports(
     first = reports[0].info
     info = RunInfo(run_id, argv, tuple(first["target"]) if first.get("target") else None,
                    first.get("policy"), float(first.get("timeout", 60.0)),
-                   first.get("spawn", "fork"))  # fmt: skip
+                   first.get("spawn", "fork"), first.get("backend"),
+                   first.get("drive", "classic"), dict(first.get("driveOptions", {})))  # fmt: skip
     with building_report(report_dir, info) as (building, final):
         with open(building / "cases.jsonl", "wb") as out:
             for (report, record), result in zip(pairs, results, strict=True):
@@ -172,13 +144,11 @@ def merge_reports(
                 if report.kind != "fuzz":
                     line["replay"] = replay_command(result, final)
                 out.write(orjson.dumps(line) + b"\n")
+        budget = CopyBudget()  # regular files only, each and all bounded (shards.py)
         for report in reports:
-            failures = report.path / "failures"
-            if failures.is_dir():
-                shutil.copytree(failures, building / "failures", dirs_exist_ok=True)
-            if (report.path / REFERENCES).is_dir():
-                shutil.copytree(report.path / REFERENCES, building / REFERENCES,
-                                dirs_exist_ok=True)  # fmt: skip
+            for folder in ("failures", REFERENCES):
+                copy_tree(report.path / folder, building / folder, budget, root=report.path,
+                          shard=report.given)  # fmt: skip
         summary = _summary(reports, pairs, explored, info, seconds)
         (building / "summary.json").write_bytes(dumps_json(summary))
         (building / "junit.xml").write_bytes(junit_xml(explored))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
+from faultlab.lab.report.shards import ReportMissing, read_shard
 
 __all__ = ["LastFailed", "last_failed"]
 
@@ -27,11 +27,10 @@ def last_failed(report_dir: Path) -> LastFailed | None:
     """The failures of the run in `report_dir` (a run's directory, or a
     reports directory: its `latest`); None when there is no readable report."""
     run = report_dir if (report_dir / "cases.jsonl").is_file() else report_dir / "latest"
-    try:
-        lines = (run / "cases.jsonl").read_bytes().splitlines()
-        records = [orjson.loads(line) for line in lines if line.strip()]
-    except (OSError, orjson.JSONDecodeError):
+    try:  # read as untrusted input (shards.py): a broken report is a LabUsageError
+        files = read_shard(run)
+    except ReportMissing:
         return None
-    failing = [r for r in records if r.get("verdict") in _FAILED]
-    scenarios = sorted({str(r.get("scenario")) for r in failing})
-    return LastFailed(run.resolve(), tuple(str(r.get("id")) for r in failing), tuple(scenarios))
+    failing = [r for r in files.records if r["verdict"] in _FAILED]
+    scenarios = sorted({str(r["scenario"]) for r in failing})
+    return LastFailed(files.path, tuple(str(r["id"]) for r in failing), tuple(scenarios))

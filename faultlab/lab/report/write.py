@@ -40,6 +40,14 @@ from faultlab.lab.report.render import (
     replay_command,
     unsupported_faults,
 )
+from faultlab.lab.report.shards import ReportMissing, read_shard
+from faultlab.userfiles import (
+    TAIL_BYTES,
+    TARGET_OUTPUT_TOO_LARGE,
+    TargetFileError,
+    copy_target,
+    read_tail,
+)
 
 __all__ = [
     "RunInfo",
@@ -51,6 +59,7 @@ __all__ = [
     "ground_truth_line",
     "ground_truths",
     "junit_xml",
+    "keep_artifacts",
     "look_at",
     "markdown_report",
     "new_run_id",
@@ -87,18 +96,39 @@ with tempfile.TemporaryDirectory() as work:
 '''
 
 
+def _keep(item: Path, into: Path) -> None:
+    """Copy one file of a case's directory into its report folder, bounded
+    and never through a link (a case's directory holds what its target
+    wrote too): a child's output over the limit keeps its tail, anything
+    else refused leaves a note saying why."""
+    try:
+        copy_target(item, into / item.name, what="case file")
+    except TargetFileError as refused:
+        if refused.code == TARGET_OUTPUT_TOO_LARGE and item.suffix in (".stdout", ".stderr"):
+            note = f"[faultlab: {refused.problem}; its last {TAIL_BYTES} bytes]\n".encode()
+            (into / item.name).write_bytes(note + read_tail(item, limit=TAIL_BYTES))
+        else:
+            (into / f"{item.name}.refused.txt").write_text(refused.problem + "\n", "utf-8")
+
+
+def keep_artifacts(source: Path, into: Path) -> None:
+    """The files at the top of a case's directory `source`, into `into`."""
+    if source.is_dir() and not source.is_symlink():
+        for item in sorted(source.iterdir()):
+            if not item.is_dir():
+                _keep(item, into)
+
+
 def _failure_artifacts(result: CaseResult, into: Path, info: RunInfo, report_dir: Path) -> None:
     into.mkdir(parents=True)
     source = Path(result.artifacts["dir"]) if "dir" in result.artifacts else None
     if source is not None and source.is_dir():
-        for item in source.iterdir():
-            if item.is_file():
-                shutil.copy2(item, into / item.name)
+        keep_artifacts(source, into)
         # The world ledger (what the tools really applied) beside the logs: it
         # is where a duplicated effect shows.
         ledger = source / "session" / LEDGER_NAME
-        if ledger.is_file():
-            shutil.copy2(ledger, into / LEDGER_NAME)
+        if os.path.lexists(ledger):
+            _keep(ledger, into)
     (into / "replay.sh").write_text(replay_command(result, report_dir) + "\n", encoding="utf-8")
     (into / "violations.json").write_bytes(dumps_json([v.to_json() for v in result.violations]))
     try:
@@ -241,23 +271,20 @@ def _run_dir(report_dir: Path) -> Path:
 
 def find_case(report_dir: Path, case_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The recorded case `case_id` (of a run directory, or the newest run), with its
-    run's options."""
-    run = _run_dir(report_dir)
+    run's options; None when there is no report.  The report is read as
+    untrusted input (shards.py): a broken one is a LabUsageError."""
     try:
-        info = orjson.loads((run / "run.json").read_bytes())
-        lines = (run / "cases.jsonl").read_bytes().splitlines()
-    except (OSError, orjson.JSONDecodeError):
+        files = read_shard(_run_dir(report_dir))
+    except ReportMissing:
         return None
-    for line in lines:
-        record = orjson.loads(line)
-        if record.get("id") == case_id:
-            return record, info
+    for record in files.records:
+        if record["id"] == case_id:
+            return record, files.info
     return None
 
 
 def recorded_ids(report_dir: Path) -> Sequence[str]:
     try:
-        lines = (_run_dir(report_dir) / "cases.jsonl").read_bytes().splitlines()
-    except OSError:
+        return [str(record["id"]) for record in read_shard(_run_dir(report_dir)).records]
+    except LabUsageError:
         return []
-    return [orjson.loads(line).get("id", "") for line in lines]

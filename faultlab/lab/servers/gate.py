@@ -7,11 +7,15 @@
 # Out-of-process servers reach it over a Unix socket (`GateBridge` in the
 # lab, `GateClient` in the server): one JSON line per report, answered at
 # once, or after the kill when the report is the armed occurrence at @0.
+# The socket lives in a folder only this user can enter; the bridge serves
+# only processes of this user (SO_PEERCRED) and reads a line of at most
+# MAX_GATE_LINE bytes (docs/security.md).
 from __future__ import annotations
 
 import contextlib
 import os
 import socket
+import struct
 import threading
 import time
 from collections import Counter
@@ -23,7 +27,9 @@ import orjson
 from faultlab.lab.servers.points import KillPoint
 from faultlab.lab.servers.records import GateRecord, boundary_record, fact_record
 
-__all__ = ["Gate", "GateBridge", "GateClient", "GateClosed"]
+__all__ = ["MAX_GATE_LINE", "Gate", "GateBridge", "GateClient", "GateClosed"]
+
+MAX_GATE_LINE = 64 << 20  # one report (a tool call's arguments travel in it)
 
 
 class GateClosed(Exception):
@@ -134,11 +140,18 @@ class GateBridge:
     def _serve(self, conn: socket.socket) -> None:
         # A killed server resets its connection mid-line: that ends it, quietly.
         with contextlib.suppress(OSError, ValueError):
+            if not _same_user(conn):
+                self.gate.note("gate/foreign-peer")
+                conn.close()
+                return
             self._serve_lines(conn)
 
     def _serve_lines(self, conn: socket.socket) -> None:
         with conn, conn.makefile("rb") as lines:
-            for line in lines:
+            while line := lines.readline(MAX_GATE_LINE + 1):
+                if len(line) > MAX_GATE_LINE:
+                    self.gate.note("gate/bad-message", line="a line over the limit")
+                    return
                 try:
                     message = orjson.loads(line)
                     kind = message.pop("op")
@@ -165,6 +178,14 @@ class GateBridge:
         self._listener.close()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """Whether the peer of the Unix socket `conn` runs as this user."""
+    credentials = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                  struct.calcsize("3i"))  # fmt: skip
+    uid: int = struct.unpack("3i", credentials)[1]
+    return uid == os.getuid()
 
 
 class GateClient:

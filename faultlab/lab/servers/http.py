@@ -1,6 +1,9 @@
 # The least HTTP/1.1 the model server needs, on asyncio streams: requests
 # with a Content-Length or chunked body (and `Expect: 100-continue`),
 # keep-alive, JSON answers and chunked SSE streams that can be cut mid-way.
+# Every head, body and chunk is bounded before it is buffered (MAX_HEAD,
+# MAX_BODY), and a request's head is read apart from its body (`read_head`),
+# so a server can refuse a request without reading what it sends.
 # Chosen over starlette + uvicorn by measurement (docs/decisions.md, issue
 # 20): no dependency, and a cut or a parked request is one line here.
 from __future__ import annotations
@@ -11,14 +14,26 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
-__all__ = ["BadRequest", "Exchange", "Request", "read_request"]
+__all__ = ["MAX_BODY", "MAX_HEAD", "BadRequest", "Exchange", "Head", "Request", "read_body",
+           "read_head", "read_request"]
 
-MAX_HEAD = 64 * 1024
+MAX_HEAD = 64 * 1024  # the request line and headers (the stream reader's limit)
 MAX_BODY = 64 * 1024 * 1024  # agents resend the whole conversation each time
 
 
 class BadRequest(Exception):
     """The bytes are not an HTTP/1.1 request we serve: answer 400, then close."""
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A request's line and headers, read before any of its body: a server
+    decides from these whether the body is worth reading."""
+
+    method: str
+    target: str  # the path with its query string, as sent
+    path: str
+    headers: dict[str, str]  # lower-cased names
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +49,9 @@ class Request:
         return self.headers.get("connection", "").lower() != "close"
 
 
-async def read_request(reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter) -> Request | None:  # fmt: skip
-    """The next request on a connection; None when the peer closed it."""
+async def read_head(reader: asyncio.StreamReader) -> Head | None:
+    """The next request's head on a connection (at most MAX_HEAD bytes, the
+    reader's limit); None when the peer closed it."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as error:
@@ -56,10 +71,26 @@ async def read_request(reader: asyncio.StreamReader,
             if not sep:
                 raise BadRequest(f"bad header line {line[:80]!r}")
             headers[name.strip().lower()] = value.strip()
-    if headers.get("expect", "").lower() == "100-continue":
+    return Head(parts[0].upper(), parts[1], urlsplit(parts[1]).path, headers)
+
+
+async def read_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    head: Head) -> bytes:  # fmt: skip
+    """The body of the request `head` began, at most MAX_BODY bytes: every
+    length and chunk size is checked before its bytes are read."""
+    if head.headers.get("expect", "").lower() == "100-continue":
         writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-    body = await _read_body(reader, headers)
-    return Request(parts[0].upper(), parts[1], urlsplit(parts[1]).path, headers, body)
+    return await _read_body(reader, head.headers)
+
+
+async def read_request(reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter) -> Request | None:  # fmt: skip
+    """The next request on a connection; None when the peer closed it."""
+    head = await read_head(reader)
+    if head is None:
+        return None
+    body = await read_body(reader, writer, head)
+    return Request(head.method, head.target, head.path, head.headers, body)
 
 
 async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
@@ -72,10 +103,12 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> b
                     while (await reader.readuntil(b"\r\n")) != b"\r\n":
                         pass  # trailers
                     return bytes(body)
+                # Checked before the chunk is read: a huge chunk size is refused
+                # without buffering a byte of it.
+                if size < 0 or len(body) + size > MAX_BODY:
+                    raise BadRequest("request body too large")
                 body += await reader.readexactly(size)
                 await reader.readexactly(2)
-                if len(body) > MAX_BODY:
-                    raise BadRequest("request body too large")
         length = int(headers.get("content-length", "0"))
         if not 0 <= length <= MAX_BODY:
             raise BadRequest(f"bad content-length {length}")

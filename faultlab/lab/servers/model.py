@@ -6,10 +6,16 @@
 # streamed chunk before it is sent, so a kill point can park a request or cut
 # a stream.  It runs its own event loop in a thread, so the lab's synchronous
 # case code can start it, read its URL and stop it (docs/model-server.md).
+# Only the case's agent is served (docs/security.md): each server has a
+# secret, sent as the first part of the URL's path (`url` carries it) or as
+# the API key; a request without it is answered 401 before its body is
+# read, recorded as a `FOREIGN_REQUEST` fact and never counted.
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
+import secrets
 import threading
 from collections.abc import Callable, Collection
 from types import TracebackType
@@ -26,12 +32,22 @@ from faultlab.lab.read.wire import (
     history_from_responses,
 )
 from faultlab.lab.servers.gate import Gate
-from faultlab.lab.servers.http import MAX_HEAD, BadRequest, Exchange, Request, read_request
+from faultlab.lab.servers.http import (
+    MAX_HEAD,
+    BadRequest,
+    Exchange,
+    Head,
+    Request,
+    read_body,
+    read_head,
+)
 from faultlab.lab.servers.script import choose_answer
 from faultlab.lab.servers.wire import API_PATHS, CALL_PREFIX, Api, error_body, render, tool_names
 from faultlab.scenario import Scenario
 
-__all__ = ["ModelServer"]
+__all__ = ["FOREIGN_REQUEST", "ModelServer"]
+
+FOREIGN_REQUEST = "FOREIGN_REQUEST"  # the gate fact of a request without the secret
 
 _PARSERS: dict[Api, Callable[[Any, Collection[str]], History]] = {
     "anthropic": history_from_anthropic,
@@ -46,11 +62,14 @@ class ModelServer:
     """`with ModelServer(scenario, gate) as server:` serves on `server.url`."""
 
     def __init__(self, scenario: Scenario, gate: Gate, *, host: str = "127.0.0.1",
-                 unix_path: str | None = None) -> None:  # fmt: skip
+                 unix_path: str | None = None, secret: str | None = None) -> None:  # fmt: skip
         """`unix_path`: also serve on that Unix socket, for an agent in a network
-        namespace of its own (its supervisor relays 127.0.0.1:port there)."""
+        namespace of its own (its supervisor relays 127.0.0.1:port there);
+        `secret`: what a request must carry (default: a fresh random one)."""
         self.scenario, self.gate, self.host = scenario, gate, host
         self.unix_path = unix_path
+        self.secret = secret or secrets.token_hex(16)
+        self._prefix = f"/faultlab-{self.secret}"
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -63,9 +82,40 @@ class ModelServer:
 
     @property
     def url(self) -> str:
+        """The base URL the case's agent is given: the secret is its path."""
         if not self.port:
             raise LabUsageError("the model server is not running: start() it first")
-        return f"http://{self.host}:{self.port}"
+        return f"http://{self.host}:{self.port}{self._prefix}"
+
+    @property
+    def key(self) -> str:
+        """The secret as an API key (x-api-key, Authorization: Bearer)."""
+        return self.secret
+
+    def _admitted(self, head: Head) -> Head | None:
+        """`head` with the secret's path prefix taken off, when it carries
+        the secret (in its path, or as its API key); None when it does not."""
+        target = head.target
+        if target == self._prefix or target.startswith((self._prefix + "/",
+                                                        self._prefix + "?")):  # fmt: skip
+            rest = target[len(self._prefix) :] or "/"
+            rest = rest if rest.startswith("/") else "/" + rest
+            return Head(head.method, rest, head.path[len(self._prefix) :] or "/", head.headers)
+        bearer = head.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        for given in (head.headers.get("x-api-key", ""), bearer):
+            if given and hmac.compare_digest(given.encode(), self.secret.encode()):
+                return head
+        return None
+
+    async def _refuse(self, head: Head, writer: asyncio.StreamWriter) -> None:
+        """A request without the secret: recorded (never as a boundary),
+        answered 401 without its body being read, the connection closed."""
+        peer = writer.get_extra_info("peername")
+        self.gate.note(FOREIGN_REQUEST, method=head.method[:16], path=head.path[:200],
+                       peer=list(peer) if isinstance(peer, tuple) else str(peer or "unix"))
+        api = API_PATHS.get(head.path.rstrip("/"))
+        await Exchange(writer, False).send(401, orjson.dumps(error_body(
+            api, 401, "this model server answers only the faultlab case's own agent")))
 
     def start(self) -> ModelServer:
         if self._thread is not None:
@@ -138,14 +188,21 @@ class ModelServer:
         try:
             while True:
                 try:
-                    request = await read_request(reader, writer)
+                    head = await read_head(reader)
+                    if head is None:
+                        break
+                    admitted = self._admitted(head)
+                    if admitted is None:
+                        await self._refuse(head, writer)
+                        break
+                    body = await read_body(reader, writer, admitted)
                 except BadRequest as error:
                     await Exchange(writer, False).send(
                         400, orjson.dumps(error_body(None, 400, str(error)))
                     )
                     break
-                if request is None:
-                    break
+                request = Request(admitted.method, admitted.target, admitted.path,
+                                  admitted.headers, body)  # fmt: skip
                 exchange = Exchange(writer, request.keep_alive)
                 await self._serve(request, exchange)
                 if not exchange.keep_alive:

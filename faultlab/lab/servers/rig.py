@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -18,10 +17,12 @@ from typing import Any, Literal, Protocol, Self
 
 import orjson
 
+from faultlab.lab.process.scratch import owned_dir
 from faultlab.lab.servers.gate import Gate, GateBridge
-from faultlab.lab.servers.model import ModelServer
+from faultlab.lab.servers.model import FOREIGN_REQUEST, ModelServer
 from faultlab.lab.servers.points import KillPoint
 from faultlab.scenario import Scenario
+from faultlab.userfiles import read_tail
 
 __all__ = ["POLL", "Ending", "RigProcess", "ServerRig"]
 
@@ -54,11 +55,14 @@ class ServerRig:
         self.ledger = where / "world.jsonl"
         self.records = where / "records.jsonl"
         self.gate = Gate(armed)
-        # A Unix socket path must fit in 108 bytes: a short folder of its own.
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="faultlab-gate-"))
+        # A Unix socket path must fit in 108 bytes: a short folder of its own
+        # in the system temp dir, that names its owner (the next run removes
+        # it if this one is SIGKILLed) and only this user may enter.
+        self._socket_dir = owned_dir("faultlab-gate-")
         self.bridge = GateBridge(self.gate, self._socket_dir / "gate")
         self.model: ModelServer | None = None
-        self.model_url = ""  # where the model server listens, when it runs
+        self.model_url = ""  # where the model server listens, when it runs (its secret in it)
+        self.model_key = ""  # the same secret, for an agent that sends it as its API key
         self.forward: dict[int, str] = {}
         if model is not None:
             # A target may get a network namespace of its own: its supervisor
@@ -67,13 +71,16 @@ class ServerRig:
             model_socket = str(self._socket_dir / "model")
             self.model = ModelServer(model, self.gate, unix_path=model_socket)
             self.model.start()
-            self.model_url = self.model.url
+            self.model_url, self.model_key = self.model.url, self.model.key
             self.forward = {self.model.port: model_socket}
 
     def tool_server(self, scenario_path: str) -> tuple[str, ...]:
         """The command of faultlab's MCP tool server for this case: the
-        scenario's tools, writing to the case's ledger, reporting to its gate."""
-        return (sys.executable, "-m", "faultlab.lab.servers.mcptools", scenario_path,
+        scenario's tools, writing to the case's ledger, reporting to its gate.
+        `-P`: the agent's working directory (where the agent starts it, and
+        writes what it likes) is not on its path, so no `mcp.py` there
+        shadows the MCP SDK (docs/security.md)."""
+        return (sys.executable, "-P", "-m", "faultlab.lab.servers.mcptools", scenario_path,
                 "--ledger", str(self.ledger), "--gate", str(self.bridge.path))  # fmt: skip
 
     def outputs(self, name: str) -> tuple[Path, Path]:
@@ -96,6 +103,15 @@ class ServerRig:
                 process.kill_tree()
                 return "late", process.wait(self.timeout)
 
+    def foreign_note(self) -> str:
+        """What a case's result says of requests its agent did not send
+        (refused by the model server, never ground truth); '' if none."""
+        count = sum(1 for r in self.gate.snapshot() if r.get("fact") == FOREIGN_REQUEST)
+        if not count:
+            return ""
+        return (f"{count} request(s) without the case's secret reached the model server: "
+                f"refused, not counted ({FOREIGN_REQUEST} in {self.records.name})")  # fmt: skip
+
     def write_json(self, name: str, value: Any) -> Path:
         """`value` as indented JSON in the case's file `name`."""
         path = self.where / name
@@ -103,12 +119,9 @@ class ServerRig:
         return path
 
     def tail(self, name: str, limit: int = 4000) -> str:
-        """The last `limit` bytes of the case's file `name` ('' if none)."""
-        try:
-            data = (self.where / name).read_bytes()
-        except FileNotFoundError:
-            return ""
-        return data[-limit:].decode("utf-8", "replace")
+        """The last `limit` bytes of the case's file `name` ('' if none),
+        however large the child made it (faultlab.userfiles.read_tail)."""
+        return read_tail(self.where / name, limit=limit).decode("utf-8", "replace")
 
     def close(self) -> None:
         """Release the gate (held servers stop), stop the servers, remove the

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import traceback
 
@@ -32,6 +33,7 @@ __all__ = ["EXIT_MCP", "EXIT_MODEL", "main"]
 
 EXIT_MODEL = 8
 EXIT_MCP = 9
+ENV_MODEL_URL = "FAULTLAB_MODEL_URL"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
         description="faultlab's reference black-box agent (Anthropic Messages API + MCP).",
     )
     parser.add_argument("prompt", help="the user's message for this turn")
-    parser.add_argument("--model-url", required=True, help="base URL of the model API")
+    parser.add_argument("--model-url", default=os.environ.get(ENV_MODEL_URL),
+                        help=f"base URL of the model API (default: ${ENV_MODEL_URL}; the "
+                        "environment keeps a URL with a secret off the command line)")
     parser.add_argument("--mcp-config", required=True, help='{"mcpServers": {...}} JSON file')
     parser.add_argument("--session-dir", required=True, help="directory of session.jsonl")
     parser.add_argument(
@@ -94,7 +98,10 @@ def _failed(exc: Exception) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.model_url:
+        parser.error(f"--model-url or {ENV_MODEL_URL} is required")
     options = AgentOptions(
         model_url=args.model_url,
         mcp_config=args.mcp_config,

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 __all__ = ["main"]
@@ -18,17 +19,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="One deepseek-harness turn (new or resumed).")
     parser.add_argument("--dsh-home", required=True)
     parser.add_argument("--workdir", required=True)
-    parser.add_argument("--base-url", required=True)
+    # The model server's URL holds the case's secret: it comes in the
+    # environment, not on the command line (docs/security.md).
+    parser.add_argument("--base-url", default=os.environ.get("DEEPSEEK_BASE_URL"),
+                        help="the model server (default: $DEEPSEEK_BASE_URL)")
     parser.add_argument("--model", default="faultlab-model")
     parser.add_argument("--session-id", required=True)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--patch", action="append", default=[], help="a profile patch file")
     parser.add_argument("--prompt", required=True)
     opts = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if not opts.base_url:
+        parser.error("--base-url or DEEPSEEK_BASE_URL is required")
     from deepseek_harness import DeepSeekHarness  # type: ignore[import-not-found, unused-ignore]
 
     with DeepSeekHarness(dsh_home=opts.dsh_home, cwd=opts.workdir, base_url=opts.base_url,
-                         api_key="dummy", model=opts.model,
+                         api_key=os.environ.get("DEEPSEEK_API_KEY", "dummy"), model=opts.model,
                          patches=tuple(opts.patch)) as harness:  # fmt: skip
         session = (harness.resume_session(opts.session_id) if opts.resume
                    else harness.start_session(opts.session_id))  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
@@ -17,7 +18,11 @@ __all__ = ["main"]
 
 def _options(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="One turn of an Agents SDK app on SQLiteSession.")
-    parser.add_argument("--base-url", required=True, help="the model server, ending in /v1")
+    # The model server's URL holds the case's secret: it comes in the
+    # environment (OPENAI_BASE_URL, OPENAI_API_KEY), not on the command line
+    # every local user can read in /proc (docs/security.md).
+    parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"),
+                        help="the model server, ending in /v1 (default: $OPENAI_BASE_URL)")
     parser.add_argument("--api", choices=("chat", "responses"), default="chat")
     parser.add_argument("--model", default="faultlab-model")
     parser.add_argument("--session-id", required=True)
@@ -25,7 +30,10 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--mcp-command", required=True)
     parser.add_argument("--mcp-args-json", default="[]", help="the MCP server's argv as JSON")
     parser.add_argument("--prompt", required=True, help="the first prompt or the resume text")
-    return parser.parse_args(argv)
+    opts = parser.parse_args(argv)
+    if not opts.base_url:
+        parser.error("--base-url or OPENAI_BASE_URL is required")
+    return opts
 
 
 async def _turn(opts: argparse.Namespace) -> str:
@@ -43,7 +51,8 @@ async def _turn(opts: argparse.Namespace) -> str:
 
     set_tracing_disabled(True)  # tracing would post to the vendor's host
     # No retries: a cut stream or a parked request must reach the app as is.
-    client = AsyncOpenAI(base_url=opts.base_url, api_key="dummy", max_retries=0)
+    client = AsyncOpenAI(base_url=opts.base_url, api_key=os.environ.get("OPENAI_API_KEY", "dummy"),
+                         max_retries=0)  # fmt: skip
     model: Any = (OpenAIChatCompletionsModel(model=opts.model, openai_client=client)
                   if opts.api == "chat"
                   else OpenAIResponsesModel(model=opts.model, openai_client=client))  # fmt: skip

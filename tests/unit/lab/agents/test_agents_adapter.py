@@ -2,6 +2,7 @@
 # the file, the line and the field, and templates fill per case.
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from pathlib import Path
 
@@ -153,3 +154,41 @@ def test_installed_and_list_agents_follow_the_cache_dir(
     binary.parent.mkdir(parents=True)
     binary.write_bytes(b"")
     assert installed(codex) == binary
+
+
+@pytest.mark.parametrize("path", ["{home}/../x", "/tmp/x", "{workdir}/a/../../x", "x/{home}/y",
+                                  "{session_id}/x"])  # fmt: skip
+def test_a_file_path_outside_the_cases_folders_is_a_load_error(path: str) -> None:
+    text = GOOD.replace('path = "{home}/.toy/config.toml"', f'path = "{path}"')
+    with pytest.raises(LabUsageError, match=r"toy.toml:\d+: field 'files.path': .*case's folders"):
+        parse_adapter(text, source="toy.toml")
+
+
+def test_files_are_not_written_through_a_link_the_agent_planted(tmp_path: Path) -> None:
+    from faultlab.userfiles import TARGET_FILE_REFUSED, TargetFileError
+
+    launch = render(parse_adapter(GOOD, source="toy.toml"), _case(tmp_path), resume=False,
+                    binary=Path("/opt/toy"))  # fmt: skip
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".toy").symlink_to(outside)  # the folder: a link out
+    with pytest.raises(TargetFileError) as refused:
+        write_files(launch)
+    assert refused.value.code == TARGET_FILE_REFUSED
+    assert "outside the case's folders" in str(refused.value)
+    (tmp_path / "home" / ".toy").unlink()
+    (tmp_path / "home" / ".toy").mkdir()
+    (tmp_path / "home" / ".toy" / "config.toml").symlink_to(outside / "config.toml")  # the file
+    with pytest.raises(TargetFileError, match="cannot be written"):
+        write_files(launch)
+    assert list(outside.iterdir()) == []
+
+
+def test_the_model_key_is_a_template_variable(tmp_path: Path) -> None:
+    text = GOOD.replace('TOY_URL = "{model_url}/v1"', 'TOY_URL = "{model_url}/v1"\n'
+                        'TOY_KEY = "{model_key}"')  # fmt: skip
+    case = dataclasses.replace(_case(tmp_path), model_key="s3cret")
+    launch = render(parse_adapter(text, source="toy.toml"), case, resume=False,
+                    binary=Path("/opt/toy"))  # fmt: skip
+    assert launch.env["TOY_KEY"] == "s3cret"

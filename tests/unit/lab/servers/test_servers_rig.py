@@ -40,7 +40,7 @@ def test_it_owns_the_case_directory_the_gate_and_the_records(tmp_path: Path) -> 
     rig = ServerRig(where, KillPoint("tool/started", 1, 0), timeout=5)
     assert not (where / "stale").exists()
     assert rig.bridge.path.is_socket() and rig.model is None and rig.forward == {}
-    assert rig.tool_server("s.toml")[1:] == ("-m", "faultlab.lab.servers.mcptools", "s.toml",
+    assert rig.tool_server("s.toml")[1:] == ("-P", "-m", "faultlab.lab.servers.mcptools", "s.toml",
                                              "--ledger", str(where / "world.jsonl"),
                                              "--gate", str(rig.bridge.path))  # fmt: skip
     assert rig.outputs("run1-run") == (where / "run1-run.stdout", where / "run1-run.stderr")

@@ -93,6 +93,9 @@ class Child:
     # A pidfd: the child's runtime starts only once that process is gone
     # (the crash child, let go by `kill_and_let_go`).  The caller owns it.
     after: int | None = None
+    # Forked only: the child waits, before it runs, until the lab has
+    # attached a tracer and lets it go (faultlab/lab/process/tracefork.py).
+    traced: bool = False
     process: ContainedProcess | None = None  # once started
     # The inode of the report pipe: a system-call trace names the pipe so.
     report_inode: int = 0
@@ -142,7 +145,7 @@ class Child:
             # The runtime's fork server takes (report, reply, stderr).
             return ContainedProcess.fork(
                 self.server, self.server_argv, env=env, fds=(report_w, reply_r, stderr),
-                cwd=self.cwd, after=self.after,
+                cwd=self.cwd, after=self.after, traced=self.traced,
             )  # fmt: skip
         finally:
             os.close(stderr)
@@ -400,7 +403,8 @@ class Child:
             self._reply_fd = -1
 
     def __enter__(self) -> Child:
-        self.start()
+        if self.process is None:  # a traced child is started before its tracer
+            self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -73,9 +73,10 @@ class LabOptions:
     target: Target
     workdir: Path
     timeout: float = 60.0
-    # "fork": children of the reference runtime come from a fork server;
-    # "exec": a fresh interpreter per child (the fidelity reference).  A
-    # --target command is always exec'd.
+    # "fork": children of the reference runtime (and of a zoo variant's
+    # script, `Target.script`) come from a fork server; "exec": a fresh
+    # interpreter per child (the fidelity reference).  A --target command
+    # is always exec'd.
     spawn: str = "fork"
     # With spawn "fork": how many children the fork server keeps forked ahead
     # of the requests (None: its default; 0: it forks when asked).
@@ -212,6 +213,16 @@ def make_child(
     argv = options.target.argv(scenario, session, mode)
     stderr = session.parent / f"{name}.stderr"
     session.parent.mkdir(parents=True, exist_ok=True)
+    script = options.target.script
+    if script is not None and options.spawn == "fork":
+        # A zoo variant's script, forked from the runtime's server (the
+        # child runs the script, `Target.script`), in the lab's cwd as an
+        # exec'd command runs in the user's; never let go before it is
+        # reaped: a variant's writes need not all come from its parked thread.
+        server = shared_server(ahead=options.fork_ahead, warm=options.fork_warm is not False)
+        return Child(argv, stderr_path=stderr, armed=armed, cwd=os.getcwd(), server=server,
+                     server_argv=argv[len(options.target.command) :], after=after,
+                     script=script, let_go=False)  # fmt: skip
     if not options.target.reference:
         # the user's cwd, as typed
         return Child(argv, stderr_path=stderr, armed=armed, after=after)
@@ -319,7 +330,8 @@ def _traced_child(
     strace can attach, else exec'd under strace."""
     where = session.parent
     where.mkdir(parents=True, exist_ok=True)
-    if options.spawn == "fork" and options.target.reference and not _attach_refused:
+    forkable = options.target.reference or options.target.script is not None
+    if options.spawn == "fork" and forkable and not _attach_refused:
         forked = make_child(options, scenario_path, session, "run", "run")
         forked.env, forked.traced = {ENV_TRACED: "1"}, True
         forked.start()

@@ -96,6 +96,12 @@ class Child:
     # Forked only: the child waits, before it runs, until the lab has
     # attached a tracer and lets it go (faultlab/lab/process/tracefork.py).
     traced: bool = False
+    # Forked only: a Python script the child runs as `__main__` instead of
+    # the runtime (a zoo variant, `Target.script`), and whether a SIGKILLed
+    # child may be let go before it is reaped (`kill_and_let_go`): the
+    # reference runtime's may, a script's not.
+    script: str | None = None
+    let_go: bool = True
     process: ContainedProcess | None = None  # once started
     # The inode of the report pipe: a system-call trace names the pipe so.
     report_inode: int = 0
@@ -145,7 +151,7 @@ class Child:
             # The runtime's fork server takes (report, reply, stderr).
             return ContainedProcess.fork(
                 self.server, self.server_argv, env=env, fds=(report_w, reply_r, stderr),
-                cwd=self.cwd, after=self.after, traced=self.traced,
+                cwd=self.cwd, after=self.after, traced=self.traced, script=self.script,
             )  # fmt: skip
         finally:
             os.close(stderr)
@@ -294,6 +300,8 @@ class Child:
         when it cannot be let go (not forked, already gone, no pidfd): then
         kill and `wait` as usual."""
         if self.process is None or not self.process.forked or self._exit is not None:
+            return None
+        if not self.let_go:
             return None
         try:
             # Before the kill: the pid cannot name another process while the

@@ -280,7 +280,14 @@ def _table_syscall_trace(c: Mapping[str, Any]) -> list[str]:
         _row("exec'd under strace", ms("traced_seconds"), f"{c['syscall_facts']} file facts"),
         _row("traced / forked", f"{c['traced_vs_fork']:.2f}x"),
         _row("traced / exec'd", f"{c['traced_vs_exec']:.2f}x"),
-    ]
+    ] + ([] if "traced_fork_seconds" not in c else [  # reports before issue 34 lack it
+        _row("forked, strace attached", ms("traced_fork_seconds")),
+        _row("exec'd under strace / forked traced", f"{c['traced_exec_vs_traced_fork']:.2f}x"),
+        _row("CPU per run: exec'd traced / forked traced",
+             f"{1000 * c['cpu_seconds']['traced']:.0f} / "
+             f"{1000 * c['cpu_seconds']['traced-fork']:.0f} ms "
+             f"({c['traced_exec_vs_traced_fork_cpu']:.2f}x)"),
+    ])  # fmt: skip
 
 
 _TABLES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {

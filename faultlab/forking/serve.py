@@ -25,9 +25,15 @@
 #                  up while they wait; flat: no PID namespace per child;
 #                  EXTRA: the server module's own arguments)
 #   lab -> server  {"id": K, "argv": [...], "env": {...}, "cwd": str|null,
-#                   "after": true (optional)}  + the server's fds (its
-#                   FD_ORDER), and with "after", a pidfd: the child waits
-#                   for that process to be gone before it runs
+#                   "after": true, "traced": true, "script": PATH (each
+#                   optional)}  + the server's fds (its FD_ORDER), and with
+#                   "after", a pidfd: the child waits for that process to be
+#                   gone before it runs; with "traced", once it took its
+#                   request, it waits for the lab to attach strace and let
+#                   it go (child.wait_for_tracer); with "script", the child
+#                   runs that Python script as `__main__` instead of the
+#                   server's program (script.run_script; the runtime's and
+#                   the ACP agent's servers)
 #   server -> lab  {"spawned": K, "pid": P}  or  {"failed": K, "error": str}
 #   server -> lab  {"exited": P, "status": S}  (S: exit code, or -signal)
 # When the lab's end closes, the server closes the waiting children's

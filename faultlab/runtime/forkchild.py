@@ -4,7 +4,9 @@
 # closes the server's, takes the request's environment, working directory
 # and argv (faultlab/forking/child.py, every server's), runs the runtime with
 # the scenario the server parsed before the fork, and releases everything but
-# its probe pipes before it reports its exit code.
+# its probe pipes before it reports its exit code.  A request may name a
+# script instead (a zoo variant: a script that patches the runtime, then
+# runs it): the child runs it as `__main__` (faultlab/forking/script.py).
 from __future__ import annotations
 
 import contextlib
@@ -15,6 +17,7 @@ from typing import Any
 import orjson
 
 from faultlab.forking.child import MAX_FD, enter_child
+from faultlab.forking.script import run_script
 from faultlab.probe import RELEASED
 from faultlab.runtime import __main__ as entry
 from faultlab.scenario import Scenario, ScenarioError, load_scenario
@@ -52,9 +55,11 @@ _scenarios = _Scenarios()  # the server's; a child forked later reads its copy
 
 
 def run_child(request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
-    """Runs in the forked child: the runtime with its probe pipes and stderr."""
+    """Runs in the forked child: the runtime with its probe pipes and stderr
+    (or the request's script, `run_script`)."""
     named = dict(zip(FD_ORDER, fds, strict=True))
     argv = request["argv"]
+    script = request.get("script")
     # Parsed by the server before this child was forked, unless the file
     # changed since (or was never seen): then the runtime loads it itself.
     scenario = _scenarios.get(argv[0]) if argv else None
@@ -62,8 +67,12 @@ def run_child(request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
     enter_child(
         request, stdio=(null, named["stderr"], named["stderr"]),
         probe=(named["report"], named["reply"]), close=keep | set(fds) | {null},
-        program="faultlab.runtime",
+        program=script or "faultlab.runtime",
     )  # fmt: skip
+    if script:
+        # No early release: a script's threads may still write after its
+        # main returns, so the lab waits for the real exit.
+        return run_script(script)
     code = entry.main(argv, scenario=scenario)
     release(named["report"], named["reply"], code)
     return code

@@ -24,7 +24,8 @@ RATIOS = {
     "log_reload": ("orjson_mb_per_s", "json_mb_per_s", "orjson_vs_json"),
     "checkpoint_cost": ("semantic_vs_turn_only_stream", "semantic_vs_turn_only_tools"),
     "double_crash": ("single_ms_per_case", "double_ms_per_case", "double_vs_single"),
-    "syscall_trace": ("traced_vs_fork", "traced_vs_exec"),
+    "syscall_trace": ("traced_vs_fork", "traced_vs_exec", "traced_exec_vs_traced_fork",
+                      "traced_exec_vs_traced_fork_cpu"),
 }  # fmt: skip
 
 

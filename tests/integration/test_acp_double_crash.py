@@ -11,10 +11,14 @@ import pytest
 
 from faultlab import lab
 from faultlab.lab.faults.double import DOUBLE_FAULT
+from faultlab.lab.process.target import script_target
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYMENT = ROOT / "scenarios" / "payment.toml"
 BROKEN = [sys.executable, str(ROOT / "tests" / "variants" / "acp_load_skips_checkpoints.py")]
+# The same variant forked from the ACP fork server (the exploration below;
+# the single case keeps the exec'd --target path): docs/fork-server.md "Scripts".
+FORKED = script_target(BROKEN[1])
 pytestmark = pytest.mark.realprocess
 
 
@@ -41,7 +45,7 @@ def test_the_acp_variant_is_caught_by_a_double_crash(tmp_path: Path) -> None:
 @pytest.mark.heavy(28)
 def test_the_acp_variant_passes_every_single_sigkill_case(tmp_path: Path) -> None:
     result = lab.explore_paths(
-        [PAYMENT], target=BROKEN, workdir=tmp_path, jobs=2, faults=("sigkill",), drive="acp"
+        [PAYMENT], target=FORKED, workdir=tmp_path, jobs=2, faults=("sigkill",), drive="acp"
     )  # fmt: skip
     sigkill = [r for r in result.results if r.case.fault == "sigkill"]
     assert len(sigkill) == len(result.references[0].occurrences) > 10

@@ -17,11 +17,16 @@ from faultlab.lab.faults.double import (
     plan_double_cases,
 )
 from faultlab.lab.process.reference import LabOptions, run_reference
+from faultlab.lab.process.target import script_target
 from faultlab.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
 BROKEN = [sys.executable, str(ROOT / "tests" / "variants" / "resume_skips_checkpoints.py")]
+# The same variant forked from the fork server (the explorations below; the
+# single case above keeps the exec'd --target path): docs/fork-server.md
+# "Scripts", tests/integration/test_script_fork.py.
+FORKED = script_target(BROKEN[1])
 pytestmark = pytest.mark.realprocess
 
 
@@ -49,7 +54,7 @@ def test_the_variant_is_caught_by_a_double_crash(tmp_path: Path) -> None:
 
 def test_the_variant_passes_every_single_sigkill_case(tmp_path: Path) -> None:
     result = lab.explore_paths(
-        [SCENARIOS / "payment.toml"], target=BROKEN, workdir=tmp_path, jobs=2,
+        [SCENARIOS / "payment.toml"], target=FORKED, workdir=tmp_path, jobs=2,
         faults=("sigkill",),
     )  # fmt: skip
     sigkill = [r for r in result.results if r.case.fault == "sigkill"]
@@ -59,7 +64,7 @@ def test_the_variant_passes_every_single_sigkill_case(tmp_path: Path) -> None:
 
 def test_the_variant_fails_its_double_crash_exploration(tmp_path: Path) -> None:
     result = lab.explore_paths(
-        [SCENARIOS / "payment.toml"], target=BROKEN, workdir=tmp_path, jobs=2,
+        [SCENARIOS / "payment.toml"], target=FORKED, workdir=tmp_path, jobs=2,
         faults=(DOUBLE_FAULT,), max_double=12,
     )  # fmt: skip
     double = [r for r in result.results if r.case.fault == DOUBLE_FAULT]

@@ -68,6 +68,7 @@ class AcpChild:
     pending: asyncio.Future[Any] | None = None  # the request the child parked in
     server: ForkServer | None = None  # fork from this ACP fork server instead of exec
     server_argv: Sequence[str] = ()  # what the server's child runs: agent arguments
+    script: str | None = None  # forked: the script the child runs (an ACP zoo variant)
     process: ContainedProcess | None = None  # once started
     _transport: asyncio.WriteTransport | None = None  # the agent's stdin
     _report_fd: int = -1
@@ -95,7 +96,8 @@ class AcpChild:
             if self.server is not None:
                 server = self.server
                 self.process = await _started(lambda: ContainedProcess.fork(
-                    server, self.server_argv, env=env, cwd=self.cwd, fds=child_ends))
+                    server, self.server_argv, env=env, cwd=self.cwd, fds=child_ends,
+                    script=self.script))
             else:
                 self.process = await _started(lambda: ContainedProcess.start(
                     list(self.argv), cwd=self.cwd or os.getcwd(), env=env, stdin_path=stdin_r,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shlex
 import shutil
 import sys
@@ -78,6 +79,9 @@ class AcpOptions:
     reference: bool = True  # the reference runtime runs in its case dir; a --target
     # command in the user's cwd, as typed
     spawn: str = "fork"  # reference agents forked from a pre-imported server, or exec'd
+    # A script that patches the runtime and serves it over ACP (an ACP zoo
+    # variant, `Target.script`): forked from the ACP server under "fork".
+    script: str | None = None
 
     def __post_init__(self) -> None:
         if self.spawn not in ("fork", "exec"):
@@ -92,11 +96,11 @@ class AcpOptions:
         """The agent process of one run (not started)."""
         argv = self.argv(scenario, sessions)
         stderr = where / f"{name}.stderr"
-        if self.reference and self.spawn == "fork":
+        if (self.reference or self.script is not None) and self.spawn == "fork":
             tail = argv[len(self.command) :]
-            server = shared_acp_server()
-            return AcpChild(argv, stderr, armed=armed, cwd=str(where), server=server,
-                            server_argv=tail)  # fmt: skip
+            cwd = str(where) if self.reference else os.getcwd()  # a script: the user's cwd
+            return AcpChild(argv, stderr, armed=armed, cwd=cwd, server=shared_acp_server(),
+                            server_argv=tail, script=self.script)  # fmt: skip
         return AcpChild(argv, stderr, armed=armed, cwd=self.cwd(where))
 
     def argv(self, scenario: str, sessions: Path) -> list[str]:

@@ -27,7 +27,7 @@ from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.process.reference import LabOptions, Reference, run_reference
 from faultlab.lab.process.scratch import make_workdir
-from faultlab.lab.process.target import bundled_scenarios
+from faultlab.lab.process.target import Target, bundled_scenarios
 from faultlab.probe import FAULTS
 from faultlab.scenario import Scenario, load_scenario
 
@@ -72,7 +72,8 @@ def workdir(keep: Path | None = None) -> Iterator[Path]:
 
 
 def reference_run(
-    scenario: str, *, policy: str | None = None, target: Sequence[str] | str | None = None,
+    scenario: str, *, policy: str | None = None,
+    target: Sequence[str] | str | Target | None = None,
     timeout: float = 60.0, workdir: Path, spawn: str = "fork", backend: str | None = None,
 ) -> Reference:  # fmt: skip
     """Run `scenario` once without faults (its boundary occurrences, log, ledger)."""
@@ -83,7 +84,7 @@ def reference_run(
 
 def run_single(
     scenario: str, occurrence: str, *, fault: str = "sigkill", policy: str | None = None,
-    target: Sequence[str] | str | None = None, timeout: float = 60.0, workdir: Path,
+    target: Sequence[str] | str | Target | None = None, timeout: float = 60.0, workdir: Path,
     spawn: str = "fork", backend: str | None = None, drive: str = "classic",
     check_determinism: bool = False,
 ) -> CaseResult:  # fmt: skip
@@ -103,7 +104,8 @@ def explore_paths(
 
 def explore_scenarios(
     scenarios: Sequence[tuple[str, Scenario]], *, policy: str | None = None,
-    target: Sequence[str] | str | None = None, jobs: int = 1, shard: Shard | None = None,
+    target: Sequence[str] | str | Target | None = None, jobs: int = 1,
+    shard: Shard | None = None,
     timeout: float = 60.0, workdir: Path, progress: Progress | None = None,
     spawn: str = "fork", faults: Sequence[str] = ("sigkill",), backend: str | None = None,
     drive: str = "classic", max_double: int = DEFAULT_MAX_DOUBLE,

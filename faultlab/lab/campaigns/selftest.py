@@ -46,6 +46,7 @@ from faultlab.lab.faults.double import DEFAULT_MAX_DOUBLE, DOUBLE_FAULT
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import FULL_POLICIES, POLICY_GAPS
 from faultlab.lab.process.spawn import allow_children, kill_all, stop_children
+from faultlab.lab.process.target import Target, script_target
 from faultlab.scenario import POLICIES
 
 __all__ = [
@@ -108,6 +109,13 @@ def _target(variant: ZooVariant) -> list[str]:
     return [sys.executable, str(variant.script)]
 
 
+def _run_target(variant: ZooVariant) -> Target:
+    """What a classic or ACP variant's cases run: its script, forked from
+    the runtime's (or the ACP agent's) fork server under --spawn fork
+    (docs/fork-server.md, "Scripts")."""
+    return script_target(variant.script)
+
+
 # A black-box variant or the reference agent is explored at delay 0 only:
 # the servers hold at each boundary, the one delay whose outcome does not
 # race the agent's own timers (the delays are for real agents).
@@ -133,7 +141,7 @@ def variant_adapter(variant: ZooVariant, workdir: Path) -> str:
     return str(path)
 
 
-def _explore_variant(variant: ZooVariant, jobs: int, workdir: Path) -> SelftestRow:
+def _explore_variant(variant: ZooVariant, jobs: int, workdir: Path, spawn: str) -> SelftestRow:
     started = time.monotonic()
     if variant.drive == "agent":
         explored = api.explore_agent(
@@ -144,20 +152,20 @@ def _explore_variant(variant: ZooVariant, jobs: int, workdir: Path) -> SelftestR
         return judge_variant(variant.name, variant.expect, explored.results, stage="explore",
                              seconds=time.monotonic() - started)  # fmt: skip
     result = api.explore_scenarios(
-        api.load_scenarios(variant.scenarios), target=_target(variant), jobs=jobs,
+        api.load_scenarios(variant.scenarios), target=_run_target(variant), jobs=jobs,
         timeout=variant.timeout, workdir=workdir, faults=variant.faults,
-        backend=variant.backend, drive=variant.drive,
+        backend=variant.backend, drive=variant.drive, spawn=spawn,
     )  # fmt: skip
     return judge_variant(variant.name, variant.expect, result.results, stage="explore",
                          seconds=time.monotonic() - started)  # fmt: skip
 
 
 def _quick_case(
-    case: QuickCase, target: Sequence[str] | None, timeout: float, workdir: Path, spawn: str,
-    backend: str | None = None, drive: str = "classic", policy: str | None = None,
+    case: QuickCase, target: Sequence[str] | Target | None, timeout: float, workdir: Path,
+    spawn: str, backend: str | None = None, drive: str = "classic", policy: str | None = None,
 ) -> CaseResult:  # fmt: skip
     if drive == "agent":  # target: an adapter file (None: the reference agent)
-        agent = target[0] if target else "reference"
+        agent = target[0] if target and not isinstance(target, Target) else "reference"
         return api.run_agent_case(str(case.scenario), case.at, agent=agent, fault=case.fault,
                                   timeout=timeout, workdir=workdir)  # fmt: skip
     return api.run_single(str(case.scenario), case.at, fault=case.fault, target=target,
@@ -166,16 +174,18 @@ def _quick_case(
                           policy=policy)  # fmt: skip
 
 
-def _quick_variant(variant: ZooVariant, workdir: Path) -> SelftestRow:
+def _quick_variant(variant: ZooVariant, workdir: Path, spawn: str) -> SelftestRow:
     started = time.monotonic()
-    target = [variant_adapter(variant, workdir)] if variant.drive == "agent" else _target(variant)
+    target = (
+        [variant_adapter(variant, workdir)] if variant.drive == "agent" else _run_target(variant)
+    )
     results = [
         _quick_case(
             case,
             target,
             variant.timeout,
             workdir / str(i),
-            "exec",
+            spawn,
             variant.backend,
             variant.drive,
         )
@@ -240,12 +250,12 @@ def run_selftest(
     try:
         if quick:
             # Single cases: run the variants side by side, `jobs` at a time.
-            calls = [partial(_quick_variant, v, workdir / v.name) for v in chosen]
+            calls = [partial(_quick_variant, v, workdir / v.name, spawn) for v in chosen]
             _in_parallel(calls, jobs, each=add)  # rows as they finish: kept if interrupted
         else:
             for variant in chosen:
                 if variant.explore:
-                    add(_explore_variant(variant, jobs, workdir / variant.name))
+                    add(_explore_variant(variant, jobs, workdir / variant.name, spawn))
         for variant in chosen:
             # --quick: a variant's quick cases stand for its fuzz campaign too.
             if variant.fuzz_examples is not None and not quick:

@@ -107,6 +107,7 @@ def _classic(workdir: Path, timeout: float, max_double: int, given: dict[str, An
 def _acp(workdir: Path, timeout: float, max_double: int, given: dict[str, Any]) -> Drive:
     from faultlab.lab.acp.drive import AcpOptions, acp_target
     from faultlab.lab.drives.acp import AcpDrive
+    from faultlab.lab.process.target import Target
     from faultlab.scenario import POLICIES
 
     backend = given.get("backend")
@@ -118,8 +119,11 @@ def _acp(workdir: Path, timeout: float, max_double: int, given: dict[str, Any]) 
     policy, target = given.get("policy"), given.get("target")
     if policy is not None and policy not in POLICIES:
         raise LabUsageError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
-    options = AcpOptions(acp_target(target), workdir, timeout, policy,
-                         reference=target is None, spawn=given.get("spawn", "fork"))  # fmt: skip
+    script = None
+    if isinstance(target, Target):  # a zoo variant's script (`script_target`)
+        script, target = target.script, list(target.command)
+    options = AcpOptions(acp_target(target), workdir, timeout, policy, reference=target is None,
+                         spawn=given.get("spawn", "fork"), script=script)  # fmt: skip
     return AcpDrive(options, max_double)
 
 

@@ -113,17 +113,25 @@ class ForkServer:
 
     def request(
         self, argv: Sequence[str], *, env: Mapping[str, str], fds: Sequence[int],
-        cwd: str | None = None, after: int | None = None, timeout: float = 30.0,
+        cwd: str | None = None, after: int | None = None, traced: bool = False,
+        script: str | None = None, timeout: float = 30.0,
     ) -> tuple[int, Future[int]]:  # fmt: skip
         """Ask the server for a child running `argv` with `fds` (in the order the
         server expects); once forked, its pid and the future of its exit
         status (negative: killed by that signal).  Given `after` (a pidfd),
-        the child waits until that process has exited before it runs."""
+        the child waits until that process has exited before it runs;
+        `traced`, it waits for a tracer before it runs (tracefork.py);
+        `script`, it runs that Python script as `__main__` (a zoo variant)
+        instead of the server's program."""
         request_id = next(self._ids)
         answer: Future[Any] = Future()
         message: dict[str, Any] = {
             "id": request_id, "argv": list(argv), "env": dict(env), "cwd": cwd
         }  # fmt: skip
+        if traced:
+            message["traced"] = True
+        if script is not None:
+            message["script"] = script
         if after is not None:
             message["after"] = True
             fds = [*fds, after]

@@ -4,6 +4,7 @@
 # whether a later run followed the same path (`drift`).
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -26,9 +27,10 @@ from faultlab.lab.process.syscalls import (
     traced_argv,
 )
 from faultlab.lab.process.target import Mode, Target, session_files
+from faultlab.lab.process.tracefork import CANNOT_ATTACH, Tracer, attach
 from faultlab.lab.read.stores import LogStore, store_for
 from faultlab.lab.read.view import LogView
-from faultlab.probe import ENV_TRACED
+from faultlab.probe import ENV_TRACED, RELEASED
 from faultlab.scenario import Scenario
 from faultlab.userfiles import read_target
 
@@ -72,9 +74,10 @@ class LabOptions:
     target: Target
     workdir: Path
     timeout: float = 60.0
-    # "fork": children of the reference runtime come from a fork server;
-    # "exec": a fresh interpreter per child (the fidelity reference).  A
-    # --target command is always exec'd.
+    # "fork": children of the reference runtime (and of a zoo variant's
+    # script, `Target.script`) come from a fork server; "exec": a fresh
+    # interpreter per child (the fidelity reference).  A --target command
+    # is always exec'd.
     spawn: str = "fork"
     # With spawn "fork": how many children the fork server keeps forked ahead
     # of the requests (None: its default; 0: it forks when asked).
@@ -85,7 +88,8 @@ class LabOptions:
     # see `for_jobs`).
     fork_warm: bool | None = None
     # Where file facts come from (GROUND_TRUTHS): with "syscalls" the
-    # reference run is exec'd under strace, once per scenario.
+    # reference run is traced by strace, once per scenario (forked with
+    # strace attached, or exec'd under it).
     ground_truth: str = "auto"
 
     def __post_init__(self) -> None:
@@ -213,6 +217,16 @@ def make_child(
     argv = options.target.argv(scenario, session, mode)
     stderr = session.parent / f"{name}.stderr"
     session.parent.mkdir(parents=True, exist_ok=True)
+    script = options.target.script
+    if script is not None and options.spawn == "fork":
+        # A zoo variant's script, forked from the runtime's server (the
+        # child runs the script, `Target.script`), in the lab's cwd as an
+        # exec'd command runs in the user's; never let go before it is
+        # reaped: a variant's writes need not all come from its parked thread.
+        server = shared_server(ahead=options.fork_ahead, warm=options.fork_warm is not False)
+        return Child(argv, stderr_path=stderr, armed=armed, cwd=os.getcwd(), server=server,
+                     server_argv=argv[len(options.target.command) :], after=after,
+                     script=script, let_go=False)  # fmt: skip
     if not options.target.reference:
         # the user's cwd, as typed
         return Child(argv, stderr_path=stderr, armed=armed, after=after)
@@ -260,22 +274,19 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
     shutil.rmtree(where, ignore_errors=True)
     session = where / "session"
     strace, note = _tracing(options)
+    tracer: Tracer | None = None
     if strace is None:
         child = make_child(options, scenario_path, session, "run", "run")
     else:
-        session.parent.mkdir(parents=True, exist_ok=True)
-        argv = options.target.argv(scenario_path, session, "run")
-        cwd = str(session.parent) if options.target.reference else None
-        child = Child(
-            traced_argv(argv, where / "strace.txt", strace), stderr_path=where / "run.stderr",
-            env={ENV_TRACED: "1"}, cwd=cwd, wrapper=True,
-        )  # fmt: skip
+        child, tracer = _traced_child(options, scenario_path, session, strace)
     hung = False
     try:
         status = run_to_exit(child, options.timeout)
     except ChildHung as exc:  # killed by _run_to_exit's context; reported, not raised
         hung = True
         status = ChildExit(-9, f"hung: {exc}")
+    finally:
+        incomplete = tracer.finish(options.timeout) if tracer is not None else ""
     syscalls: tuple[dict[str, Any], ...] = ()
     written: tuple[bytes, ...] = ()
     untraceable: tuple[str, ...] = ()
@@ -283,6 +294,9 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         syscalls, written, untraceable, note = _syscall_facts(
             where / "strace.txt", session, child
         )
+        if incomplete and not note:
+            syscalls, written, untraceable = (), (), ()
+            note = f"{incomplete}: the target's own file facts are used"
     _log, ledger_path = session_files(session)
     store = store_of(options, scenario)
     log_path = store.log_path(session)
@@ -307,6 +321,43 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
     )
 
 
+# Why strace could not attach to a forked child, once it could not: every
+# later traced run of this process is exec'd under strace straight away.
+_attach_refused: list[str] = []
+
+
+def _traced_child(
+    options: LabOptions, scenario_path: str, session: Path, strace: str
+) -> tuple[Child, Tracer | None]:
+    """The reference run's child, started under strace: forked from the fork
+    server with strace attached (tracefork.py) where the run is forked and
+    strace can attach, else exec'd under strace."""
+    where = session.parent
+    where.mkdir(parents=True, exist_ok=True)
+    forkable = options.target.reference or options.target.script is not None
+    if options.spawn == "fork" and forkable and not _attach_refused:
+        forked = make_child(options, scenario_path, session, "run", "run")
+        forked.env, forked.traced = {ENV_TRACED: "1"}, True
+        forked.start()
+        assert forked.process is not None
+        tracer = attach(forked.process.pid, where / "strace.txt", strace)
+        if isinstance(tracer, Tracer):
+            return forked, tracer
+        forked.kill()  # still waiting for its tracer: it ran nothing
+        with contextlib.suppress(ChildHung):
+            forked.wait(options.timeout)
+        shutil.rmtree(session, ignore_errors=True)  # the exec'd run starts anew
+        if tracer.startswith(CANNOT_ATTACH):  # strace's refusal, not this child's trouble
+            _attach_refused.append(tracer)
+    argv = options.target.argv(scenario_path, session, "run")
+    cwd = str(where) if options.target.reference else None
+    child = Child(
+        traced_argv(argv, where / "strace.txt", strace), stderr_path=where / "run.stderr",
+        env={ENV_TRACED: "1"}, cwd=cwd, wrapper=True,
+    )  # fmt: skip
+    return child, None
+
+
 def owed_expectations(scenario: Scenario, policy: str | None) -> Scenario:
     """`scenario` with only the [[expect]] entries that hold under the run's
     policy (`policy`, the --policy override, else the scenario's own): an
@@ -329,11 +380,14 @@ def _syscall_facts(
     except OSError as exc:
         return (), (), (), f"the system-call trace could not be read: {exc}"
     parsed = parse_strace(text, session, child.report_inode)
-    if list(parsed.reports) != child.trace:
+    # A forked child's last line on the report pipe is its release (the fork
+    # server's word, not a probe report: spawn.Child keeps it out of the trace).
+    reports = [r for r in parsed.reports if not (len(r) == 1 and RELEASED in r)]
+    if reports != child.trace:
         # The reports in the stream are how facts are placed; without them
         # in full the placement would be a guess.
         return (), (), (), (
-            f"the system-call trace shows {len(parsed.reports)} probe report(s), "
+            f"the system-call trace shows {len(reports)} probe report(s), "
             f"the lab read {len(child.trace)}: the target's own file facts are used"
         )
     if parsed.unsupported:

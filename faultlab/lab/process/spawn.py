@@ -95,6 +95,15 @@ class Child:
     # A pidfd: the child's runtime starts only once that process is gone
     # (the crash child, let go by `kill_and_let_go`).  The caller owns it.
     after: int | None = None
+    # Forked only: the child waits, before it runs, until the lab has
+    # attached a tracer and lets it go (faultlab/lab/process/tracefork.py).
+    traced: bool = False
+    # Forked only: a Python script the child runs as `__main__` instead of
+    # the runtime (a zoo variant, `Target.script`), and whether a SIGKILLed
+    # child may be let go before it is reaped (`kill_and_let_go`): the
+    # reference runtime's may, a script's not.
+    script: str | None = None
+    let_go: bool = True
     process: ContainedProcess | None = None  # once started
     # The inode of the report pipe: a system-call trace names the pipe so.
     report_inode: int = 0
@@ -144,7 +153,7 @@ class Child:
             # The runtime's fork server takes (report, reply, stderr).
             return ContainedProcess.fork(
                 self.server, self.server_argv, env=env, fds=(report_w, reply_r, stderr),
-                cwd=self.cwd, after=self.after,
+                cwd=self.cwd, after=self.after, traced=self.traced, script=self.script,
             )  # fmt: skip
         finally:
             os.close(stderr)
@@ -297,6 +306,8 @@ class Child:
         kill and `wait` as usual."""
         if self.process is None or not self.process.forked or self._exit is not None:
             return None
+        if not self.let_go:
+            return None
         try:
             # Before the kill: the pid cannot name another process while the
             # child lives, nor until the server reaps it.
@@ -403,7 +414,8 @@ class Child:
             self._reply_fd = -1
 
     def __enter__(self) -> Child:
-        self.start()
+        if self.process is None:  # a traced child is started before its tracer
+            self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -26,6 +26,7 @@ from faultlab.lab.process.stracetext import calls
 __all__ = [
     "SYSCALLS",
     "SyscallTrace",
+    "attach_argv",
     "parse_strace",
     "strace_path",
     "strace_unusable",
@@ -77,6 +78,17 @@ def traced_argv(argv: list[str], output: Path, strace: str) -> list[str]:
     return [
         strace, "-f", "-y", "-qq", "--seccomp-bpf", "-xx", "-s", str(_DATA),
         "-e", f"trace={SYSCALLS}", "-o", str(output), "--", *argv,
+    ]  # fmt: skip
+
+
+def attach_argv(pid: int, output: Path, strace: str) -> list[str]:
+    """strace attached to the running process ``pid`` (and what it forks),
+    printing what `traced_argv` prints.  Without ``--seccomp-bpf``, which
+    works only on a command strace starts: every call of the process stops
+    it, the untraced ones unprinted (a forked runtime makes few)."""
+    return [
+        strace, "-f", "-y", "-qq", "-xx", "-s", str(_DATA), "-e", f"trace={SYSCALLS}",
+        "-o", str(output), "-p", str(pid),
     ]  # fmt: skip
 
 

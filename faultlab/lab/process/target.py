@@ -9,7 +9,7 @@ import shlex
 import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -27,6 +27,7 @@ __all__ = [
     "command_target",
     "make_target",
     "reference_target",
+    "script_target",
 ]
 
 LOG_NAME = "session.jsonl"
@@ -44,6 +45,12 @@ class Target:
     policy: str | None = None
     reference: bool = True
     backend: str | None = None  # None: each scenario's own backend
+    # A Python script that patches the reference runtime in-process and runs
+    # it (a zoo variant, tests/variants/README.md), the command being
+    # `PYTHON SCRIPT`: under spawn "fork" its children are forked from a
+    # fork server that runs the script as `__main__` in each child
+    # (docs/fork-server.md, "Scripts").  None: exec'd, as every command.
+    script: str | None = None
 
     def argv(self, scenario: str, session_dir: Path, mode: Mode) -> list[str]:
         argv = [
@@ -73,6 +80,17 @@ class Target:
 
 def reference_target(policy: str | None = None, backend: str | None = None) -> Target:
     return Target((sys.executable, "-m", "faultlab.runtime"), policy, True, backend)
+
+
+def script_target(script: str | Path, policy: str | None = None,
+                  backend: str | None = None) -> Target:  # fmt: skip
+    """`python SCRIPT` for a script that patches the reference runtime and
+    runs it (see `Target.script`): forked from the runtime's fork server
+    (the ACP agent's for an ACP variant) under spawn "fork"."""
+    path = Path(script).resolve()
+    if not path.is_file():
+        raise LabUsageError(f"target script {str(path)!r} does not exist")
+    return Target((sys.executable, str(path)), policy, False, backend, str(path))
 
 
 def command_target(command: str, policy: str | None = None, backend: str | None = None) -> Target:
@@ -107,16 +125,19 @@ def bundled_scenarios() -> Path:
 
 
 def make_target(
-    *, policy: str | None = None, target: Sequence[str] | str | None = None,
+    *, policy: str | None = None, target: Sequence[str] | str | Target | None = None,
     backend: str | None = None,
 ) -> Target:  # fmt: skip
-    """The reference runtime (with `policy`, `backend`) or the `target` command."""
+    """The reference runtime (with `policy`, `backend`), the `target`
+    command, or `target` itself (a `script_target`) with `policy` and `backend`."""
     if policy is not None and policy not in POLICIES:
         raise LabUsageError(f"unknown policy {policy!r} (policies: {', '.join(POLICIES)})")
     if backend is not None:
         store_for(backend)  # an unknown backend is a usage error
     if target is None:
         return reference_target(policy, backend)
+    if isinstance(target, Target):
+        return replace(target, policy=policy, backend=backend)
     if isinstance(target, str):
         return command_target(target, policy, backend)
     if not target:

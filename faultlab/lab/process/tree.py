@@ -184,15 +184,17 @@ class ContainedProcess:
     def fork(
         cls, server: ForkServer, argv: Sequence[str], *, env: Mapping[str, str],
         fds: Sequence[int], cwd: str | None = None, after: int | None = None,
-        timeout: float = 30.0,
+        traced: bool = False, script: str | None = None, timeout: float = 30.0,
     ) -> ContainedProcess:  # fmt: skip
         """Have `server` fork a child running `argv` (its module's arguments)
         with `fds` (in the server's order: its FD_ORDER), `env` and `cwd`;
-        given `after` (a pidfd), the child runs once that process is gone.
-        ForkServerError if the server cannot."""
+        given `after` (a pidfd), the child runs once that process is gone;
+        `traced`, once a tracer holds it (tracefork.py); `script`: it runs
+        that script instead of the server's program.  ForkServerError if
+        the server cannot."""
         _refuse_while_stopping()
         pid, exited = server.request(argv, env=env, fds=fds, cwd=cwd, after=after,
-                                     timeout=timeout)  # fmt: skip
+                                     traced=traced, script=script, timeout=timeout)  # fmt: skip
         proc = cls(pid, _exit=exited)
         join(proc)
         return proc

@@ -125,9 +125,10 @@ def acp_target(command: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def parse_acp_faults(faults: Sequence[str]) -> tuple[str, ...]:
-    """The ACP faults among `faults` in ACP_FAULTS order (`all` is ACP_FAULTS;
-    double-sigkill, planned by running recoveries, comes last when named)."""
-    names = [n for name in faults for n in (ACP_FAULTS if name == "all" else (name,))]
+    """The ACP faults among `faults` in ACP_FAULTS order (`all` is ACP_FAULTS and
+    double-sigkill, which, planned by running recoveries, comes last)."""
+    every = (*ACP_FAULTS, DOUBLE_FAULT)
+    names = [n for name in faults for n in (every if name == "all" else (name,))]
     for fault in names:
         if fault not in (*ACP_FAULTS, DOUBLE_FAULT):
             raise LabUsageError(

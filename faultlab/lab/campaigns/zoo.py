@@ -197,8 +197,9 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
     if drive not in ZOO_DRIVES:
         fields.fail("drive", f"unknown drive {drive!r} (drives: {', '.join(ZOO_DRIVES)})")
     # The faults a drive can inject (the ACP drive has its own three, a
-    # black-box agent its two).  double-sigkill is never in "all"
-    # (docs/cli.md): a variant lists it.
+    # black-box agent its two).  The registry's "all" is every single-crash
+    # fault: double-sigkill, in the command line's `all` since issue 30, costs
+    # five exec'd children a case, so a variant that needs it lists it.
     single = {"acp": _acp_faults, "agent": _agent_faults}.get(drive, lambda: FAULTS)()
     possible = (*single, DOUBLE_FAULT) if drive != "agent" else single
     faults_value = table.get("faults", "all")

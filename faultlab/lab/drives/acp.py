@@ -42,7 +42,7 @@ class AcpDrive(SingleDrive):
     name: str = "acp"
     coverage_fault: str = "reference"
     faults: tuple[str, ...] = (*ACP_FAULTS, DOUBLE_FAULT)
-    all_faults: tuple[str, ...] = ACP_FAULTS
+    all_faults: tuple[str, ...] = (*ACP_FAULTS, DOUBLE_FAULT)  # all means every fault
 
     @property
     def workdir(self) -> Path:

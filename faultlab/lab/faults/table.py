@@ -142,8 +142,9 @@ CLASSIC_FAULTS: Mapping[str, Fault] = {f.name: f for f in (
           _live("second-writer"), run_second_writer_case, where=LIVE_WHERE["second-writer"]),
     Fault(CORRUPT_FAULT, "one committed line damaged before recovery",
           lambda reference, _planning: plan_corrupt_cases(reference), run_corrupt_case),
+    # In `all` (issue 30: all means every fault), bounded by --max-double-cases.
     Fault(DOUBLE_FAULT, "SIGKILL, then SIGKILL again during recovery", _double,
-          run_double_case, in_all=False, by_running=True),
+          run_double_case, by_running=True),
 )}  # fmt: skip
 
 

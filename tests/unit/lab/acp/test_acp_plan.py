@@ -58,9 +58,9 @@ def reference(trace: tuple[dict[str, Any], ...] = TRACE) -> Reference:
     )  # fmt: skip
 
 
-def test_all_is_the_three_acp_faults_in_their_order() -> None:
+def test_all_is_the_three_acp_faults_in_their_order_then_double_sigkill() -> None:
     assert ACP_FAULTS == ("sigkill", "sigterm", "acp-cancel")
-    assert parse_acp_faults(["all"]) == ACP_FAULTS
+    assert parse_acp_faults(["all"]) == (*ACP_FAULTS, "double-sigkill")
     assert parse_acp_faults(["acp-cancel", "sigkill", "acp-cancel"]) == ("sigkill", "acp-cancel")
 
 

@@ -79,39 +79,50 @@ class _Made:
     strace: Path | None
 
 
-def traces_recovery(case: Case, reference: Reference, options: LabOptions) -> bool:
-    """Whether `case`'s recovery children run under strace.  Only where the
-    fault-free run's ground truth is the system calls; then every one whose
-    children are exec'd anyway (a `--target`, `--spawn exec`: strace adds
-    little), and, of the fork server's children, which strace cannot follow
-    (an exec'd copy costs a fresh interpreter), one recovery per scenario: the
-    torn-write case at its middle `flush/written`, whose repair cuts a torn
-    tail (docs/decisions.md, issue 30).  The others' states come from their
-    own file facts, as every forked crash child's do."""
+# The recovery children, by the names `recover` (faults/sigkill.py) gives them.
+_CHILDREN = frozenset({"repair", "resume"})
+
+
+def traces_recovery(case: Case, reference: Reference, options: LabOptions) -> frozenset[str]:
+    """Which of `case`'s recovery children run under strace (by name:
+    "repair", "resume").  Only where the fault-free run's ground truth is the
+    system calls; then both, in every case, where the children are exec'd
+    anyway (a `--target`, `--spawn exec`: strace adds little).  The fork
+    server's children strace cannot follow, and an exec'd copy under strace
+    costs a fresh interpreter and its supervisor (about 2 s a child on a
+    loaded machine, against about 0.1 s forked): there one recovery per
+    scenario is traced, the torn-write case at its middle `flush/written`,
+    and of it only the repair child, whose I/O (cut, keep, commit) is the
+    recovery's own; the resumed child checkpoints with the run's code, which
+    the fault-free run's trace vouches for (docs/decisions.md, issue 30).
+    The others' states come from their own file facts, as every forked crash
+    child's do."""
     if reference.ground_truth != "syscalls" or reference.trace_unsupported:
-        return False
+        return frozenset()
     if not (options.target.reference and options.spawn == "fork"):
-        return True
+        return _CHILDREN
     written = [o for o in reference.occurrences if o.partition("#")[0] == WRITTEN]
-    return case.fault == "torn-write" and bool(written) and (
+    middle = case.fault == "torn-write" and bool(written) and (
         case.occurrence == written[len(written) // 2]
     )
+    return frozenset({"repair"}) if middle else frozenset()
 
 
 @dataclass
 class RecoveryRecorder:
     """Makes a case's recovery children (`recover`'s `make`) and records them:
-    each exec'd under strace when `traced`, else as the run's own children
-    (their file facts are then the truth).  `runs()` after they exited."""
+    each one named in `traced` exec'd under strace, the others as the run's
+    own children (their file facts are then the truth).  `runs()` after they
+    exited."""
 
-    traced: bool
+    traced: frozenset[str]
     _made: list[_Made] = field(default_factory=list)
 
     def make(
         self, options: LabOptions, scenario: str, session: Path, mode: Mode, name: str,
         armed: str | None = None, after: int | None = None,
     ) -> Child:  # fmt: skip
-        strace = strace_path() if self.traced else None
+        strace = strace_path() if name in self.traced else None
         start = _files(session)
         if strace is None:
             child = make_child(options, scenario, session, mode, name, armed=armed, after=after)

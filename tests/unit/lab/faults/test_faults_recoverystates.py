@@ -159,16 +159,20 @@ def test_which_recoveries_run_under_strace(tmp_path: Path) -> None:
     written = [o for o in traced.occurrences if o.startswith("flush/written#")]
     middle = written[len(written) // 2]
 
-    def traces(reference: Any, fault: str, at: str, options: LabOptions) -> bool:
+    def traces(reference: Any, fault: str, at: str, options: LabOptions) -> frozenset[str]:
         return traces_recovery(Case("/x/t.toml", at, fault), reference, options)
 
+    both = {"repair", "resume"}
     forked = LabOptions(reference_target(), tmp_path)
     execd = LabOptions(command_target(sys.executable), tmp_path)
-    # A target exec'd anyway: every case's recovery.
-    assert all(traces(traced, f, o, execd) for f in ("power-loss", "torn-write") for o in written)
-    assert traces(traced, "power-loss", written[0], replace(forked, spawn="exec"))
-    # The fork server's children: one torn-write case per scenario, at the middle flush.
+    # A target exec'd anyway: both children of every case's recovery.
+    assert all(traces(traced, f, o, execd) == both
+               for f in ("power-loss", "torn-write") for o in written)  # fmt: skip
+    assert traces(traced, "power-loss", written[0], replace(forked, spawn="exec")) == both
+    # The fork server's children: one torn-write case per scenario, at the
+    # middle flush, and of it the repair child only (the recovery's own I/O).
     assert [o for o in written if traces(traced, "torn-write", o, forked)] == [middle]
+    assert traces(traced, "torn-write", middle, forked) == {"repair"}
     assert not any(traces(traced, "power-loss", o, forked) for o in written)
     # Never without the system's ground truth, nor when the model cannot judge the calls.
     assert not traces(made.reference(), "torn-write", middle, execd)

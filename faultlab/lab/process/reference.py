@@ -47,6 +47,8 @@ __all__ = [
     "run_to_exit",
     "slug",
     "store_of",
+    "syscall_facts",
+    "traced_child",
     "usable_cpus",
     "write_trace",
 ]
@@ -223,6 +225,21 @@ def make_child(
     return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, after=after)
 
 
+def traced_child(
+    options: LabOptions, scenario: str, session: Path, mode: Mode, name: str, *, output: Path,
+    strace: str, armed: str | None = None, after: int | None = None,
+) -> Child:  # fmt: skip
+    """A child exec'd under strace (its system calls go to `output`), told to
+    write each probe report at once (FAULTLAB_TRACED) so that the reports
+    fall between the calls they came between."""
+    session.parent.mkdir(parents=True, exist_ok=True)
+    argv = options.target.argv(scenario, session, mode)
+    cwd = str(session.parent) if options.target.reference else None
+    return Child(traced_argv(argv, output, strace), stderr_path=session.parent / f"{name}.stderr",
+                 env={ENV_TRACED: "1"}, cwd=cwd, wrapper=True, armed=armed,
+                 after=after)  # fmt: skip
+
+
 def _tracing(options: LabOptions) -> tuple[str | None, str]:
     """The strace to trace the reference run with, or None and why not.
     Under "auto" the environment's FAULTLAB_GROUND_TRUTH may choose (the
@@ -259,13 +276,8 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
     if strace is None:
         child = make_child(options, scenario_path, session, "run", "run")
     else:
-        session.parent.mkdir(parents=True, exist_ok=True)
-        argv = options.target.argv(scenario_path, session, "run")
-        cwd = str(session.parent) if options.target.reference else None
-        child = Child(
-            traced_argv(argv, where / "strace.txt", strace), stderr_path=where / "run.stderr",
-            env={ENV_TRACED: "1"}, cwd=cwd, wrapper=True,
-        )  # fmt: skip
+        child = traced_child(options, scenario_path, session, "run", "run",
+                             output=where / "strace.txt", strace=strace)  # fmt: skip
     hung = False
     try:
         status = run_to_exit(child, options.timeout)
@@ -276,9 +288,7 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
     written: tuple[bytes, ...] = ()
     untraceable: tuple[str, ...] = ()
     if strace is not None:
-        syscalls, written, untraceable, note = _syscall_facts(
-            where / "strace.txt", session, child
-        )
+        syscalls, written, untraceable, note = syscall_facts(where / "strace.txt", session, child)
     _log, ledger_path = session_files(session)
     store = store_of(options, scenario)
     log_path = store.log_path(session)
@@ -315,16 +325,17 @@ def owed_expectations(scenario: Scenario, policy: str | None) -> Scenario:
     return scenario if kept == scenario.expectations else replace(scenario, expectations=kept)
 
 
-def _syscall_facts(
-    output: Path, session: Path, child: Child
+def syscall_facts(
+    output: Path, session: Path, child: Child, existing: Mapping[str, int] | None = None
 ) -> tuple[tuple[dict[str, Any], ...], tuple[bytes, ...], tuple[str, ...], str]:
     """The traced run's file facts and written bytes, or () and either the
-    calls the file model cannot judge or why the trace cannot be used."""
+    calls the file model cannot judge or why the trace cannot be used.
+    ``existing``: the session's files and their sizes when the run started."""
     try:
         text = output.read_text("ascii", errors="replace")
     except OSError as exc:
         return (), (), (), f"the system-call trace could not be read: {exc}"
-    parsed = parse_strace(text, session, child.report_inode)
+    parsed = parse_strace(text, session, child.report_inode, existing=existing)
     if list(parsed.reports) != child.trace:
         # The reports in the stream are how facts are placed; without them
         # in full the placement would be a guess.

@@ -51,6 +51,8 @@ BOUNDARIES = (
     "flush/written",
     "repair/logged",
     "repair/durable",
+    "tail/kept",
+    "tail/cut",
 )
 
 FAULTS = (

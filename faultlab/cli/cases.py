@@ -60,12 +60,12 @@ class _PlanProgress:
 @opt.shard
 @click.option(
     "--faults", default="all", show_default=True, metavar="LIST|all",
-    help="Comma-separated faults to inject, or all.  Classic: sigkill, power-loss, torn-write, "
-    "io-error, io-error-enospc, fsync-error, fsync-enospc, cancel-in-checkpoint, sigterm, "
-    "crash-in-repair, second-writer, corrupt-committed (all: these), double-sigkill (name it, "
-    "e.g. all,double-sigkill); --drive acp: sigkill, sigterm, acp-cancel (all), "
-    "double-sigkill; --agent: sigkill, sigkill-agent (all); --app: sigkill, io-error, "
-    "second-writer (all).",
+    help="Comma-separated faults to inject, or all: every fault of the drive, as listed.  "
+    "Classic: sigkill, power-loss, torn-write, io-error, io-error-enospc, fsync-error, "
+    "fsync-enospc, cancel-in-checkpoint, sigterm, crash-in-repair, second-writer, "
+    "corrupt-committed, double-sigkill (bounded by --max-double-cases); --drive acp: sigkill, "
+    "sigterm, acp-cancel, double-sigkill; --agent: sigkill, sigkill-agent; --app: sigkill, "
+    "io-error, second-writer.",
 )  # fmt: skip
 @click.option(
     "--max-double-cases", type=opt.whole(0, 100_000), default=24, show_default=True,
@@ -172,7 +172,7 @@ def explore(
         if verbosity >= 0:
             say(f"exploring {len(loaded)} scenario(s) with {driving.describe(made, given)}, "
                 f"{jobs} job(s)" + (f", shard {shard}" if shard else ""))  # fmt: skip
-        if "double-sigkill" in fault_names:
+        if "double-sigkill" in fault_names and verbosity >= 0:
             say("planning double-sigkill cases first: one fault-free recovery per first "
                 "kill point")  # fmt: skip
         progress = show.Progress(verbosity=verbosity, paint=paint)

@@ -63,7 +63,10 @@ def failing(cases: list[dict[str, object]]) -> list[tuple[object, object, object
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_the_correct_runtime_passes_every_fault(mode: str, tmp_path: Path) -> None:
     target = f"node {RUNTIME} --io {mode}"
-    code, cases = explore(tmp_path, target, PAYMENT, PARALLEL, "--faults", "all", "-k", SUBSET)
+    # double-sigkill is in `all` (issue 30): its planning runs a recovery per
+    # first kill point, before -k selects, so it is bounded here.
+    code, cases = explore(tmp_path, target, PAYMENT, PARALLEL, "--faults", "all", "-k", SUBSET,
+                          "--max-double-cases", "2")  # fmt: skip
     assert failing(cases) == [] and code == 0
     judged = {c["fault"] for c in cases if c["verdict"] == "pass"}
     # Every fault of `all` judged, none vacuously (double-sigkill's cases are

@@ -89,7 +89,9 @@ def judged(cases: list[dict[str, object]]) -> set[object]:
 
 @pytest.mark.heavy(25)
 def test_the_correct_runtime_passes_every_case_of_every_fault(runtime: str, tmp_path: Path) -> None:
-    code, cases = explore(runtime, [PAYMENT], "all", tmp_path)
+    # double-sigkill, in `all` since issue 30, with a smaller bound than the
+    # default: its cases are the bulk of the run's exec'd children.
+    code, cases = explore(runtime, [PAYMENT], "all", tmp_path, "--max-double-cases", "6")
     assert failing(cases) == [] and code == 0
     assert judged(cases) == ALL  # every fault of `all` ran and held: none vacuously
 
@@ -101,9 +103,12 @@ def test_parallel_tools_and_their_checkpoints_pass_every_fault(
     # where the pool logs, checkpoints (flush/written#2 is the calls' shared
     # checkpoint), starts and returns them, under every fault that applies.
     selected = "tool/logged#2 or flush/written#2 or tool/durable#3 or tool/returned#2"
-    code, cases = explore(runtime, [PARALLEL], "all", tmp_path, "-k", selected)
+    code, cases = explore(runtime, [PARALLEL], "all", tmp_path, "-k", selected,
+                          "--max-double-cases", "2")  # fmt: skip
     assert failing(cases) == [] and code == 0
-    assert judged(cases) == ALL - {"corrupt-committed"}  # that one is at turn/durable only
+    # corrupt-committed is at turn/durable only; double-sigkill's few pairs
+    # (bounded: its planning runs before -k selects) need not be selected.
+    assert judged(cases) - {"double-sigkill"} == ALL - {"corrupt-committed", "double-sigkill"}
 
 
 def test_the_facts_it_reports_pass_as_ground_truth(runtime: str, tmp_path: Path) -> None:

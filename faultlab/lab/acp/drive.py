@@ -34,9 +34,9 @@ from faultlab.lab.oracle.checks import Observation, check_case
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.live import check_graceful_close
 from faultlab.lab.oracle.verdicts import drifted, hung
+from faultlab.lab.process.drift import drift
 from faultlab.lab.process.reference import (
     Reference,
-    drift,
     owed_expectations,
     read_bytes,
     read_ledger,

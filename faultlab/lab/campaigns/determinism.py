@@ -18,7 +18,8 @@ import orjson
 from faultlab.lab.drives.classic import run_one
 from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
-from faultlab.lab.process.reference import LabOptions, Reference, normalized, run_reference
+from faultlab.lab.process.drift import normalized
+from faultlab.lab.process.reference import LabOptions, Reference, run_reference
 from faultlab.lab.read.sqlite import render_jsonl
 from faultlab.userfiles import read_target
 

@@ -432,8 +432,8 @@ def selftest_campaign(
     # the explore stage judges turn-only instead).
     result = fuzz_campaign(
         target=target, examples=examples, seed=SELFTEST_SEED,
-        faults=all_names(CLASSIC_FAULTS), jobs=jobs, timeout=timeout, workdir=workdir,
-        policies=policies, shrink=shrink,
+        faults=all_names(CLASSIC_FAULTS, by_running=False), jobs=jobs, timeout=timeout,
+        workdir=workdir, policies=policies, shrink=shrink,
     )  # fmt: skip
     return [example.result for example in result.examples] + [
         finding.result for finding in result.findings

@@ -17,6 +17,10 @@
 #   in such a scenario the random parallel-safe tools sleep 0 ms (the pool of
 #   2 must not queue a sleeper) and random steps never call the group's tools;
 # - nested calls only go to tools defined earlier (no cycles);
+# - each tool's `read_only`, `idempotent` and `accepts_idempotency_key` are
+#   drawn apart, so every combination retry guidance could tell apart comes
+#   up, a non-idempotent tool that takes an idempotency key included (the key
+#   is the call id: it does not make the model's retry, a new call, safe);
 # - observer tools (read-only, `observes`) verify a non-idempotent tool;
 # - a careful model branches after repair: it verifies an unknown outcome of a
 #   non-idempotent call with its observer, retries a call that never started

@@ -49,8 +49,14 @@ def check_acp_backend(backend: str | None) -> None:
                             "the ACP agent keeps its sessions in JSONL")  # fmt: skip
 
 
-def parse_faults(text: str, *, drive: str = "classic") -> tuple[str, ...]:
-    """`all`, or a comma-separated list of fault names (`all,double-sigkill`:
-    every fault of `all` and more), each once, in the order given."""
+def parse_faults(
+    text: str, *, drive: str = "classic", by_running: bool = True
+) -> tuple[str, ...]:
+    """`all` (every fault of the drive's table marked `in_all`; without those
+    planned by running the target, double-sigkill, if not `by_running`: fuzz
+    draws none of them), or a comma-separated list of fault names, each once,
+    in the order given (`all,double-sigkill`, what `all` meant before issue
+    30, is `all`)."""
     check_drive_name(drive)
-    return parse_fault_names(text.split(","), drive_faults(drive), drive=drive, as_given=True)
+    return parse_fault_names(text.split(","), drive_faults(drive), drive=drive, as_given=True,
+                             by_running=by_running)  # fmt: skip

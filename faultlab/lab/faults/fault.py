@@ -105,9 +105,14 @@ def fault_table(faults: Iterable[Fault[OptionsT]]) -> Mapping[str, Fault[Options
     return MappingProxyType(table)
 
 
-def all_names(table: Mapping[str, Fault[OptionsT]]) -> tuple[str, ...]:
-    """What `--faults all` means for the drive of `table`."""
-    return tuple(name for name, fault in table.items() if fault.in_all)
+def all_names(
+    table: Mapping[str, Fault[OptionsT]], *, by_running: bool = True
+) -> tuple[str, ...]:
+    """What `--faults all` means for the drive of `table`; without the faults
+    planned by running the target when not `by_running` (what fuzz can draw
+    and a zoo variant's "all": a crash during recovery is named there)."""
+    return tuple(name for name, fault in table.items()
+                 if fault.in_all and (by_running or not fault.by_running))  # fmt: skip
 
 
 def fault_named(table: Mapping[str, Fault[OptionsT]], name: str, *, drive: str) -> Fault[OptionsT]:
@@ -121,15 +126,17 @@ def fault_named(table: Mapping[str, Fault[OptionsT]], name: str, *, drive: str) 
 
 def parse_fault_names(
     names: Iterable[str], table: Mapping[str, Fault[OptionsT]], *, drive: str,
-    as_given: bool = False,
+    as_given: bool = False, by_running: bool = True,
 ) -> tuple[str, ...]:  # fmt: skip
-    """The fault names a user gave (`all` is the table's `in_all` faults;
-    blanks are ignored), each checked against `table`: in table order, or
-    (`as_given`) in the order given, each once.  None at all is a usage error."""
+    """The fault names a user gave (`all` is the table's `in_all` faults,
+    those planned by running the target only if `by_running`; blanks are
+    ignored), each checked against `table`: in table order, or (`as_given`)
+    in the order given, each once.  None at all is a usage error."""
     given = [name.strip() for name in names if name.strip()]
     if not given:
         raise LabUsageError("--faults: name at least one fault, or 'all'")
-    expanded = [n for name in given for n in (all_names(table) if name == "all" else (name,))]
+    every = all_names(table, by_running=by_running)
+    expanded = [n for name in given for n in (every if name == "all" else (name,))]
     chosen = [fault_named(table, name, drive=drive).name for name in expanded]
     if as_given:
         return tuple(dict.fromkeys(chosen))

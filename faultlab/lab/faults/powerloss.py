@@ -32,6 +32,7 @@ from faultlab.lab.faults.powerstates import (
     truth_log_path,
     unsupported,
 )
+from faultlab.lab.faults.recoverypower import RecoveryRecorder, check_recovery, traces_recovery
 from faultlab.lab.faults.sigkill import recover, run_case
 from faultlab.lab.faults.sqlitestates import sqlite_states
 from faultlab.lab.faults.systruth import check_reported_facts
@@ -46,7 +47,14 @@ from faultlab.lab.oracle.expected import after_repair, expected_repair
 from faultlab.lab.oracle.validity import check_history
 from faultlab.lab.oracle.verdicts import drifted, hung
 from faultlab.lab.process.records import LedgerRecord
-from faultlab.lab.process.reference import LabOptions, Reference, run_reference, slug, write_trace
+from faultlab.lab.process.reference import (
+    LabOptions,
+    Reference,
+    make_child,
+    run_reference,
+    slug,
+    write_trace,
+)
 from faultlab.lab.process.spawn import ChildHung
 from faultlab.lab.process.target import bundled_scenarios, reference_target, session_files
 from faultlab.lab.read.view import LogView
@@ -237,11 +245,13 @@ def run_power_case(
     offline += check_reported_facts(reference, _crash_index(reference, case.occurrence))
 
     try:
-        recovered = _recover(case, reference, options, chosen, where, artifacts)
+        recovered, during = _recover(case, reference, options, chosen, where, artifacts,
+                                     torn=torn)  # fmt: skip
     except ChildHung as exc:
         message = f"recovery of {case.id} [{chosen.label}]: {exc}"
         return result(*hung(message, *offline, *check_state(chosen, reference)), detail)
-    violations = [*_tagged(recovered, chosen.label), *offline]
+    # The run's own first, then power losses during its recovery.
+    violations = [*_tagged(recovered, chosen.label), *offline, *_tagged(during, chosen.label)]
     return result("fail" if violations else "pass", violations, detail)
 
 
@@ -275,9 +285,13 @@ def _recover(
     state: CrashState,
     where: Path,
     artifacts: dict[str, str],
-) -> list[Violation]:
+    *,
+    torn: bool,
+) -> tuple[list[Violation], list[Violation]]:
     """Put ``state`` in a fresh session directory, let the target repair and
-    resume it as after a SIGKILL (`run_case` in faults/sigkill.py), and run the full oracle."""
+    resume it as after a SIGKILL (`run_case` in faults/sigkill.py), and run the
+    full oracle: its violations, and those of power losses during the
+    recovery (recoverypower.py)."""
     session = where / "session"
     session.mkdir(parents=True, exist_ok=True)
     log_path, ledger_path = session_files(session)
@@ -292,13 +306,23 @@ def _recover(
         ledger_path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in ledger))
     write_trace(where / "trace.jsonl", list(state.trace))
     artifacts["trace"] = str(where / "trace.jsonl")
+    # The recovery is crashed too: its children are recorded (recoverypower.py).
+    recorder = None
+    if reference.backend == "jsonl":
+        recorder = RecoveryRecorder(traces_recovery(case, reference, options, torn=torn))
     observation = recover(
         case, reference, options, where=where, trace=state.trace,
         crashed=state.view(str(log_path)), crashed_bytes=state.log or b"", artifacts=artifacts,
+        make=make_child if recorder is None else recorder.make,
     )  # fmt: skip
     crashed = observation.crashed
     # The full oracle, plus the offline check's own G7 (on the lab's repair).
-    return [*check_case(observation), *_expected_history(crashed, reference)]
+    found = [*check_case(observation), *_expected_history(crashed, reference)]
+    if recorder is None:
+        return found, []
+    statuses = {"repair": observation.repair_status.returncode,
+                "resume": observation.resume_status.returncode}  # fmt: skip
+    return found, check_recovery(recorder.runs(log_path.name, statuses))
 
 
 # -- speed ------------------------------------------------------------------

@@ -39,6 +39,7 @@ __all__ = [
     "derive_states",
     "file_states",
     "file_trace",
+    "merge_facts",
     "representative",
     "states_at",
     "truth_log_path",
@@ -133,10 +134,18 @@ def file_trace(reference: Reference) -> tuple[Mapping[str, Any], ...]:
     the syscall ground truth, its file facts replaced by the system's."""
     if reference.ground_truth != "syscalls":
         return reference.trace
+    return merge_facts(reference.trace, reference.syscalls)
+
+
+def merge_facts(
+    trace: Sequence[Mapping[str, Any]], syscalls: Sequence[Mapping[str, Any]]
+) -> tuple[Mapping[str, Any], ...]:
+    """`trace` with its own file facts dropped and the system's (each with
+    `after`, the number of reports before it) put in their place."""
     merged: list[Mapping[str, Any]] = []
-    facts = list(reference.syscalls)
+    facts = list(syscalls)
     at = 0
-    for index, message in enumerate(reference.trace):
+    for index, message in enumerate(trace):
         while at < len(facts) and int(facts[at]["after"]) <= index:
             merged.append(facts[at])
             at += 1

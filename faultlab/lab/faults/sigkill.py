@@ -12,18 +12,18 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.checks import Observation, check_case
 from faultlab.lab.oracle.claims import cut_files_of
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.verdicts import drifted, hung
+from faultlab.lab.process.drift import drift
 from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.reference import (
     LabOptions,
     Reference,
-    drift,
     make_child,
     read_ledger,
     run_to_exit,
@@ -32,10 +32,10 @@ from faultlab.lab.process.reference import (
     write_trace,
 )
 from faultlab.lab.process.spawn import Child, ChildExit, ChildHung
-from faultlab.lab.process.target import session_files
+from faultlab.lab.process.target import Mode, session_files
 from faultlab.lab.read.view import LogView
 
-__all__ = ["Act", "CrashPhase", "ExtraChecks", "crash_phase", "recover", "run_case"]
+__all__ = ["Act", "ChildMaker", "CrashPhase", "ExtraChecks", "crash_phase", "recover", "run_case"]
 
 # While the child is parked at the kill point: inject the fault (send a signal,
 # answer the probe).  Returns False to let the child go on running to its own
@@ -43,6 +43,15 @@ __all__ = ["Act", "CrashPhase", "ExtraChecks", "crash_phase", "recover", "run_ca
 Act = Callable[[Child], bool]
 # Fault-specific checks on what was observed (and how the crash child ended).
 ExtraChecks = Callable[[Observation, ChildExit | None], list[Violation]]
+
+
+class ChildMaker(Protocol):
+    """Makes a child of a case (`make_child`'s signature)."""
+
+    def __call__(
+        self, options: LabOptions, scenario: str, session: Path, mode: Mode, name: str,
+        armed: str | None = None, after: int | None = None,
+    ) -> Child: ...  # fmt: skip
 
 
 def _sigkill(_child: Child) -> bool:
@@ -199,6 +208,7 @@ def recover(
     trace: tuple[Mapping[str, Any], ...], crashed: LogView, crashed_bytes: bytes,
     artifacts: dict[str, str], diverged: bool = False,
     unsettled: list[tuple[str, Child]] | None = None, after: int | None = None,
+    make: ChildMaker = make_child,
 ) -> Observation:  # fmt: skip
     """The crashed session in `where/session` is what survived: let the target
     repair it (`--resume --repair-only`, skipped when no log survived: there
@@ -211,7 +221,8 @@ def recover(
     statuses and each is added there, (its observation field, the child), for
     the caller to settle; else they are settled, and their real statuses
     taken, before this returns.  Given `after` (a pidfd of the crash child,
-    let go before it was reaped), the first child waits for it to be gone."""
+    let go before it was reaped), the first child waits for it to be gone.
+    `make` makes the two children (power loss records them: recoverypower.py)."""
     session = where / "session"
     _log, ledger_path = session_files(session)
     store = store_of(options, reference.scenario)
@@ -222,7 +233,7 @@ def recover(
     cut_files: tuple[tuple[str, bytes], ...] | None = None
     try:
         if store.exists(session):
-            repair = make_child(options, case.scenario, session, "repair", "repair", after=after)
+            repair = make(options, case.scenario, session, "repair", "repair", after=after)
             after = None  # the resume child follows the repair child, not the crash child
             children.append(("repair_status", repair))
             statuses["repair_status"] = run_to_exit(repair, options.timeout, early=True)
@@ -230,7 +241,7 @@ def recover(
                 cut_files = tuple(cut_files_of(session, store.log_name).items())
         repaired_bytes = store.take(session)
         artifacts["repaired"] = str(store.save(repaired_bytes, where, "repaired"))
-        resume = make_child(options, case.scenario, session, "resume", "resume", after=after)
+        resume = make(options, case.scenario, session, "resume", "resume", after=after)
         children.append(("resume_status", resume))
         statuses["resume_status"] = run_to_exit(resume, options.timeout, early=True)
         final_bytes = store.take(session)

@@ -18,7 +18,7 @@ from faultlab.lab.faults.powerstates import FILE_FACTS, file_states
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.process.reference import Reference
 
-__all__ = ["check_reported_facts", "reported_disagreements"]
+__all__ = ["check_reported_facts", "fact_disagreements", "reported_disagreements"]
 
 
 def _real(path: object) -> str | None:
@@ -131,9 +131,18 @@ def reported_disagreements(reference: Reference) -> list[tuple[int, Violation]]:
     reference was not traced)."""
     if reference.ground_truth != "syscalls" or reference.trace_unsupported:
         return []  # nothing to check against (a trace the model cannot judge: TRACE_UNSUPPORTED)
-    facts = list(reference.syscalls)
+    return fact_disagreements(reference.trace, reference.syscalls)
+
+
+def fact_disagreements(
+    trace: Sequence[Mapping[str, Any]], syscalls: Sequence[Mapping[str, Any]]
+) -> list[tuple[int, Violation]]:
+    """Every disagreement of the file facts a run reported (`trace`) with its
+    system calls (`syscalls`, each placed by `after`; a recovery run's files
+    that were there before it are given as facts with `after` -1)."""
+    facts = [dict(f) for f in syscalls]
     found: list[tuple[int, Violation]] = []
-    for index, message in enumerate(reference.trace):
+    for index, message in enumerate(trace):
         if message.get("fact") in FILE_FACTS or message.get("boundary") == "flush/written":
             found += _check_one(index, message, facts)
     found += _renames(facts)

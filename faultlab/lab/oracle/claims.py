@@ -4,11 +4,16 @@
 #   G10  a graceful stop leaves no call unanswered, open turn or not;
 #   G5   a writer that cuts a torn tail (or damage after the last completed
 #        turn) off the log keeps the cut bytes in a cut file (docs/log-format.md
-#        7.3), so what was on disk is never lost by the cut itself.
+#        7.3), so what was on disk is never lost by the cut itself; and keeps
+#        them durably before the cut: after a power loss at any moment of the
+#        recovery, the bytes are still in the log or in a durable cut file;
+#   G4   a `repair/durable` the repair child went past claims its repair's
+#        events are durable (issue 30: the recovery's claims, like the run's).
 # Kept apart from checks.py: each takes plain values (a trace, events, bytes),
 # so a hand-built input shows it failing without a process.
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +26,9 @@ __all__ = [
     "closed_turns_lost",
     "cut_files_of",
     "cut_tail_lost",
+    "repair_lost",
     "settled_steps_lost",
+    "tail_not_kept",
     "unanswered_calls",
 ]
 
@@ -129,4 +136,46 @@ def cut_tail_lost(
         f"the crashed log had {len(tail)} byte(s) to cut at byte {crashed.valid_size}, but no "
         f"cut file {stem}[.k] beside the log holds them after the repair",
         {"offset": crashed.valid_size, "bytes": len(tail), "cutFiles": sorted(cut_files)},
+    )]  # fmt: skip
+
+
+def repair_lost(trace: Sequence[Mapping[str, Any]], events: Sequence[LogEvent]) -> list[Violation]:
+    """G4 for the repair's commit: every `repair/durable` the child went past
+    (`first`, `count`: the repair's seqs) needs those events in the log."""
+    have = {e.seq for e in events}
+    found = []
+    for message in _passed(trace, "repair/durable"):
+        first, count = message.get("first"), message.get("count")
+        if not isinstance(first, int) or not isinstance(count, int):
+            continue
+        missing = [seq for seq in range(first, first + count) if seq not in have]
+        if missing:
+            found.append(Violation(
+                "REPAIR_LOST",
+                f"the repair of seqs {first}..{first + count - 1} was reported durable "
+                f"(repair/durable) but seq {missing[0]} was not in the log",
+                {"first": first, "count": count, "missing": missing},
+            ))  # fmt: skip
+    return found
+
+
+def tail_not_kept(
+    files: Mapping[str, bytes], log: str, tail: bytes, offset: int
+) -> list[Violation]:
+    """G5 at one moment of a recovery: the bytes a load cuts at byte `offset`
+    of `log` (`tail`) are durable in the log there, or in full in a durable
+    cut file beside it (`<log>.cut-<offset>[.<k>]`). `files`: the durable
+    files (real path -> durable bytes)."""
+    if not tail or files.get(log, b"")[offset : offset + len(tail)] == tail:
+        return []
+    stem = f"{log}.cut-{offset}"
+    if any((n == stem or n.startswith(stem + ".")) and data == tail
+           for n, data in files.items()):  # fmt: skip
+        return []
+    kept = sorted(os.path.basename(n) for n in files if n.startswith(f"{log}.cut-"))
+    return [Violation(
+        "CUT_TAIL_LOST",
+        f"the {len(tail)} byte(s) the load cuts at byte {offset} were neither durable in the "
+        f"log nor in a durable cut file {os.path.basename(stem)}[.k]",
+        {"offset": offset, "bytes": len(tail), "durableCutFiles": kept},
     )]  # fmt: skip

@@ -23,6 +23,11 @@ GUARANTEES: dict[str, tuple[str, str]] = {
     ),
     "SETTLED_STEP_LOST": ("G4", "events of a completed flush were missing after the crash"),
     "COMPLETED_TURN_LOST": ("G4", "a completed turn was missing after the crash"),
+    "REPAIR_LOST": (
+        "G4",
+        "crash repair was reported durable (repair/durable) and a power loss during the "
+        "recovery lost it",
+    ),
     "LOG_NOT_PREFIX": ("G5", "the recovered log is not a prefix of what was appended"),
     "SEQ_GAP": ("G5", "the recovered log skips a seq"),
     "SEQ_DUPLICATE": ("G5", "the recovered log repeats a seq"),

@@ -2,9 +2,11 @@
 # contained whether exec'd under its supervisor or forked by a fork server
 # (tree.py, reaper.py, the fork servers' client forkserver.py) and kept in
 # one registry of live processes (live.py); the probe's children (spawn.py),
-# targets, scratch dirs, the environment and the fault-free reference run.
+# targets, scratch dirs, the environment and the fault-free reference run
+# (reference.py) that later runs must not drift from (drift.py).
 from __future__ import annotations
 
+from faultlab.lab.process.drift import drift, normalized
 from faultlab.lab.process.forkserver import (
     RUNTIME_SERVER,
     ForkServer,
@@ -15,9 +17,7 @@ from faultlab.lab.process.forkserver import (
 from faultlab.lab.process.reference import (
     LabOptions,
     Reference,
-    drift,
     make_child,
-    normalized,
     read_bytes,
     read_ledger,
     run_reference,

@@ -40,9 +40,7 @@ __all__ = [
     "GROUND_TRUTHS",
     "LabOptions",
     "Reference",
-    "drift",
     "make_child",
-    "normalized",
     "owed_expectations",
     "read_bytes",
     "read_ledger",
@@ -50,13 +48,12 @@ __all__ = [
     "run_to_exit",
     "slug",
     "store_of",
+    "syscall_facts",
+    "traced_child",
     "usable_cpus",
     "write_trace",
 ]
 
-# Facts that differ between two runs of the same scenario (paths, byte
-# counts that depend on timestamps) and do not describe the state reached.
-_VOLATILE = frozenset({"file", "source", "size", "offset", "bytes", "parked", "keptIn", "dir"})
 # Where the reference run's file facts come from: "syscalls" (its system
 # calls, recorded by strace), "facts" (what the target reports), "auto"
 # (syscalls where strace is installed, else facts).
@@ -241,6 +238,21 @@ def make_child(
     return Child(argv, stderr_path=stderr, armed=armed, cwd=cwd, after=after)
 
 
+def traced_child(
+    options: LabOptions, scenario: str, session: Path, mode: Mode, name: str, *, output: Path,
+    strace: str, armed: str | None = None, after: int | None = None,
+) -> Child:  # fmt: skip
+    """A child exec'd under strace (its system calls go to `output`), told to
+    write each probe report at once (FAULTLAB_TRACED) so that the reports
+    fall between the calls they came between."""
+    session.parent.mkdir(parents=True, exist_ok=True)
+    argv = options.target.argv(scenario, session, mode)
+    cwd = str(session.parent) if options.target.reference else None
+    return Child(traced_argv(argv, output, strace), stderr_path=session.parent / f"{name}.stderr",
+                 env={ENV_TRACED: "1"}, cwd=cwd, wrapper=True, armed=armed,
+                 after=after)  # fmt: skip
+
+
 def _tracing(options: LabOptions) -> tuple[str | None, str]:
     """The strace to trace the reference run with, or None and why not.
     Under "auto" the environment's FAULTLAB_GROUND_TRUTH may choose (the
@@ -291,9 +303,7 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
     written: tuple[bytes, ...] = ()
     untraceable: tuple[str, ...] = ()
     if strace is not None:
-        syscalls, written, untraceable, note = _syscall_facts(
-            where / "strace.txt", session, child
-        )
+        syscalls, written, untraceable, note = syscall_facts(where / "strace.txt", session, child)
         if incomplete and not note:
             syscalls, written, untraceable = (), (), ()
             note = f"{incomplete}: the target's own file facts are used"
@@ -349,13 +359,8 @@ def _traced_child(
         shutil.rmtree(session, ignore_errors=True)  # the exec'd run starts anew
         if tracer.startswith(CANNOT_ATTACH):  # strace's refusal, not this child's trouble
             _attach_refused.append(tracer)
-    argv = options.target.argv(scenario_path, session, "run")
-    cwd = str(where) if options.target.reference else None
-    child = Child(
-        traced_argv(argv, where / "strace.txt", strace), stderr_path=where / "run.stderr",
-        env={ENV_TRACED: "1"}, cwd=cwd, wrapper=True,
-    )  # fmt: skip
-    return child, None
+    return traced_child(options, scenario_path, session, "run", "run",
+                        output=where / "strace.txt", strace=strace), None  # fmt: skip
 
 
 def owed_expectations(scenario: Scenario, policy: str | None) -> Scenario:
@@ -370,16 +375,17 @@ def owed_expectations(scenario: Scenario, policy: str | None) -> Scenario:
     return scenario if kept == scenario.expectations else replace(scenario, expectations=kept)
 
 
-def _syscall_facts(
-    output: Path, session: Path, child: Child
+def syscall_facts(
+    output: Path, session: Path, child: Child, existing: Mapping[str, int] | None = None
 ) -> tuple[tuple[dict[str, Any], ...], tuple[bytes, ...], tuple[str, ...], str]:
     """The traced run's file facts and written bytes, or () and either the
-    calls the file model cannot judge or why the trace cannot be used."""
+    calls the file model cannot judge or why the trace cannot be used.
+    ``existing``: the session's files and their sizes when the run started."""
     try:
         text = output.read_text("ascii", errors="replace")
     except OSError as exc:
         return (), (), (), f"the system-call trace could not be read: {exc}"
-    parsed = parse_strace(text, session, child.report_inode)
+    parsed = parse_strace(text, session, child.report_inode, existing=existing)
     # A forked child's last line on the report pipe is its release (the fork
     # server's word, not a probe report: spawn.Child keeps it out of the trace).
     reports = [r for r in parsed.reports if not (len(r) == 1 and RELEASED in r)]
@@ -393,54 +399,6 @@ def _syscall_facts(
     if parsed.unsupported:
         return (), (), parsed.unsupported, ""
     return parsed.facts, parsed.data, (), ""
-
-
-def normalized(message: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in message.items() if k not in _VOLATILE}
-
-
-_FLUSH = "flush/written"
-
-
-def _lane(message: Mapping[str, Any]) -> str:
-    # A top-level call's own boundaries (nested calls run inside their parent's
-    # body), every flush, and everything else.
-    if message["boundary"] == _FLUSH:
-        return _FLUSH
-    call = message.get("parentCallId") or message.get("callId")
-    return f"call {call}" if call is not None else "run"
-
-
-def drift(trace: Sequence[ProbeReport], reference: Reference) -> str | None:
-    """How the crash run's boundaries left the reference's way, or None.
-    Compared in order within lanes: each top-level call's boundaries, the
-    flushes, and all other boundaries.  How the lanes interleave may differ:
-    the calls of a parallel group run concurrently, and a flush blocks the
-    event loop for its fsync, so on a loaded machine a call's start (behind
-    the flush of the previous call's tool/call under every-event) and so its
-    finish can move past another call's; the log is still recorded in model
-    order.  Any other difference (another call id, seq, digest, a boundary
-    the reference never reached) is drift."""
-    expected: dict[str, list[ProbeReport]] = {}
-    for message in reference.boundaries:
-        expected.setdefault(_lane(message), []).append(message)
-    seen: dict[str, int] = {}
-    for message in (m for m in trace if "boundary" in m):
-        lane = _lane(message)
-        index = seen.get(lane, 0)
-        seen[lane] = index + 1
-        theirs = expected.get(lane, [])
-        if index >= len(theirs):
-            return f"{message['boundary']}#{message.get('n')} is past the reference's end"
-        # A call's `n` counts that boundary over every call: it moves with the
-        # interleaving, the call id and the rest do not.
-        ours, want = normalized(message), normalized(theirs[index])
-        if lane.startswith("call "):
-            ours.pop("n", None)
-            want.pop("n", None)
-        if ours != want:
-            return f"boundary {index + 1} of {lane} differs from the reference: {ours} vs {want}"
-    return None
 
 
 def write_trace(path: Path, trace: Sequence[Mapping[str, Any]]) -> None:

@@ -122,11 +122,15 @@ class JsonlBackend:
         finally:
             os.close(fd)
         _fsync_dir(self.directory)  # the kept bytes are durable before the log loses them
+        if PROBE.enabled:  # a crash from here on finds the bytes in the cut file
+            PROBE.reach("tail/kept", file=str(self.path), offset=valid_size, bytes=len(cut),
+                        keptIn=str(keep))  # fmt: skip
         os.ftruncate(self._fd, valid_size)
         os.fsync(self._fd)
         if PROBE.enabled:
             PROBE.fact("cut", file=str(self.path), size=valid_size, keptIn=str(keep))
             PROBE.fact("fsync", file=str(self.path), size=valid_size)
+            PROBE.reach("tail/cut", file=str(self.path), size=valid_size)
 
     def _new_cut_file(self, valid_size: int) -> tuple[int, Path]:
         # Never overwrite an earlier cut at the same offset: number them.

@@ -69,17 +69,19 @@ def plan_acp_cases(ref: Reference, names: list[str]) -> list[Case]:
     return plan_faults(ACP_FAULTS, ref, single, Planning())
 
 
-def test_all_is_the_three_acp_faults_in_their_order() -> None:
-    assert all_names(ACP_FAULTS) == ("sigkill", "sigterm", "acp-cancel")
+def test_all_is_the_three_acp_faults_in_their_order_then_double_sigkill() -> None:
+    assert tuple(ACP_FAULTS) == ("sigkill", "sigterm", "acp-cancel", "double-sigkill")
+    assert all_names(ACP_FAULTS) == tuple(ACP_FAULTS)
     assert parse_acp_faults(["all"]) == all_names(ACP_FAULTS)
     assert parse_acp_faults(["acp-cancel", "sigkill", "acp-cancel"]) == ("sigkill", "acp-cancel")
 
 
 def test_double_sigkill_is_accepted_and_comes_last() -> None:
     assert parse_acp_faults(["double-sigkill", "sigterm"]) == ("sigterm", "double-sigkill")
-    assert parse_acp_faults(["all", "double-sigkill"]) == (*all_names(ACP_FAULTS),
-                                                            "double-sigkill")  # fmt: skip
-    assert ACP_FAULTS["double-sigkill"].by_running and not ACP_FAULTS["double-sigkill"].in_all
+    # `all,double-sigkill` (what `all` meant before issue 30) is `all`.
+    assert parse_acp_faults(["all", "double-sigkill"]) == all_names(ACP_FAULTS)
+    assert all_names(ACP_FAULTS)[-1] == "double-sigkill"
+    assert ACP_FAULTS["double-sigkill"].by_running and ACP_FAULTS["double-sigkill"].in_all
 
 
 @pytest.mark.parametrize("fault", ["power-loss", "io-error-write", "sigkill-agent", "ALL"])

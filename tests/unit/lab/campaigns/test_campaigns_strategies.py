@@ -5,6 +5,7 @@ the scenario writer refuses what it cannot write faithfully."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -74,7 +75,25 @@ SHAPES: dict[str, Callable[[Scenario], bool]] = {
     "several turns": lambda s: len(s.turns) >= 2,
     "nested group": _nested_group,
     "chunked text": lambda s: any(len(step.chunks) >= 3 for t in s.turns for step in t.steps),
+    # Issue 30: the tool whose key does not make a retry safe.
+    "keyed non-idempotent ledger tool": lambda s: any(
+        t.accepts_idempotency_key and not t.idempotent and t.effect == "ledger" for t in s.tools
+    ),
 }  # fmt: skip
+
+
+def _annotated(read_only: bool, idempotent: bool, keyed: bool) -> Callable[[Scenario], bool]:
+    return lambda s: any(
+        (t.read_only, t.idempotent, t.accepts_idempotency_key) == (read_only, idempotent, keyed)
+        for t in s.tools
+    )
+
+
+# Every combination of the annotations retry guidance could tell apart.
+SHAPES.update({
+    f"annotations read_only={r} idempotent={i} key={k}": _annotated(r, i, k)
+    for r, i, k in itertools.product((False, True), repeat=3)
+})  # fmt: skip
 
 
 CAREFUL_ONLY = ("careful model", "verification branch")

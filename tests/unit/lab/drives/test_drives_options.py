@@ -66,8 +66,9 @@ def test_the_agent_and_app_drives_need_their_target(tmp_path: Path) -> None:
     [
         ("classic", {}, ("sigkill", "power-loss", "torn-write", "io-error", "io-error-enospc",
                          "fsync-error", "fsync-enospc", "cancel-in-checkpoint", "sigterm",
-                         "crash-in-repair", "second-writer", "corrupt-committed")),
-        ("acp", {}, ("sigkill", "sigterm", "acp-cancel")),
+                         "crash-in-repair", "second-writer", "corrupt-committed",
+                         "double-sigkill")),
+        ("acp", {}, ("sigkill", "sigterm", "acp-cancel", "double-sigkill")),
         ("agent", {"agent": "reference"}, ("sigkill", "sigkill-agent")),
         ("app", {"app": "langgraph:examples.langgraph_refund:build_graph"},
          ("sigkill", "io-error", "second-writer")),
@@ -77,9 +78,25 @@ def test_what_all_means_per_drive(name: str, options: dict[str, str],
                                   all_faults: tuple[str, ...], tmp_path: Path) -> None:  # fmt: skip
     drive = make_drive(name, workdir=tmp_path, **options)
     assert drive.parse_faults(["all"]) == all_faults
-    assert set(all_faults) <= set(drive.faults)
+    assert set(all_faults) == set(drive.faults)  # all means every fault (issue 30)
     with pytest.raises(LabUsageError, match=f"unknown fault 'frost' for the {name} drive"):
         drive.parse_faults(["sigkill", "frost"])
+
+
+def test_explore_help_lists_what_all_runs_per_drive(tmp_path: Path) -> None:
+    """`faultlab explore --help` names every fault `all` runs, drive by drive,
+    in the drive's order (the help text is written out; this holds it true)."""
+    wide = {"terminal_width": 10_000, "max_content_width": 10_000}  # no wrap at a hyphen
+    help_text = CliRunner().invoke(main, ["explore", "--help"], **wide).stdout
+    text = next(line for line in help_text.splitlines() if "--faults" in line)
+    heads = {"classic": "Classic:", "acp": "--drive acp:", "agent": "--agent:", "app": "--app:"}
+    targets = {"agent": {"agent": "reference"},
+               "app": {"app": "langgraph:examples.langgraph_refund:build_graph"}}
+    for name, head in heads.items():
+        drive = make_drive(name, workdir=tmp_path, **targets.get(name, {}))
+        listed = text[text.index(head) + len(head):].split(";")[0].split(".")[0]
+        named = [w.strip(" ,") for w in listed.split("(")[0].split(",")]
+        assert tuple(named) == drive.parse_faults(["all"]), (name, listed)
 
 
 def test_a_timeout_must_be_positive_for_every_drive(tmp_path: Path) -> None:

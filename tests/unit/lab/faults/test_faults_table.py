@@ -120,13 +120,14 @@ def test_a_new_fault_is_one_entry_planned_and_run_through_the_table() -> None:
 def test_every_drive_dispatches_a_table_of_its_own() -> None:
     classic, acp, agent, app = (drive_faults(d) for d in ("classic", "acp", "agent", "app"))
     assert tuple(classic) == (*FAULTS, "double-sigkill")  # the report order
-    assert all_names(classic) == FAULTS
-    assert tuple(acp) == ("sigkill", "sigterm", "acp-cancel", "double-sigkill")
+    assert all_names(classic) == tuple(classic)  # all means every fault (issue 30)
+    assert tuple(acp) == ("sigkill", "sigterm", "acp-cancel", "double-sigkill") == all_names(acp)
     assert tuple(agent) == ("sigkill", "sigkill-agent") == all_names(agent)
     assert tuple(app) == ("sigkill", "io-error", "second-writer") == all_names(app)
-    # double-sigkill is planned by running recoveries and named, never `all`.
+    # double-sigkill is planned by running recoveries (so last), and in `all`.
     for table in (classic, acp):
-        assert table["double-sigkill"].by_running and not table["double-sigkill"].in_all
+        assert table["double-sigkill"].by_running and table["double-sigkill"].in_all
+        assert [f.name for f in table.values() if f.by_running] == ["double-sigkill"]
     for table in (classic, acp, agent, app):
         assert all(f.summary for f in table.values())
     points = {*PROBE_BOUNDARIES}
@@ -157,3 +158,9 @@ def test_fuzz_and_the_library_read_fault_names_through_the_tables() -> None:
         FuzzSettings(faults=("sigkill", "meteor"))
     with pytest.raises(LabUsageError, match="'double-sigkill' cannot be fuzzed"):
         FuzzSettings(faults=("double-sigkill",))
+    # fuzz's `all` (the CLI's) is every fault it can draw: all but those
+    # planned by running the target, which `explore`'s `all` has (issue 30).
+    drawn = lab.parse_faults("all", by_running=False)
+    assert drawn == FAULTS == FuzzSettings(faults=drawn).faults
+    assert lab.parse_faults("all") == (*FAULTS, "double-sigkill")
+    assert lab.parse_faults("all,double-sigkill", by_running=False)[-1] == "double-sigkill"

@@ -19,12 +19,11 @@ import pytest
 
 from faultlab import lab
 from faultlab.lab.process import reference as reference_module
+from faultlab.lab.process.drift import drift, normalized
 from faultlab.lab.process.reference import (
     LabOptions,
     Reference,
-    drift,
     make_child,
-    normalized,
     run_reference,
     run_to_exit,
 )

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.process.drift import drift
 from faultlab.lab.process.reference import (
     LabOptions,
     Reference,
-    drift,
     read_bytes,
     read_ledger,
     slug,

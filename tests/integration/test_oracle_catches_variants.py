@@ -72,9 +72,10 @@ def test_a_target_that_behaves_differently_under_test_drifts(tmp_path: Path) -> 
 def test_a_target_that_hangs_is_reported_and_killed(tmp_path: Path) -> None:
     result = lab.run_single(
         str(SCENARIOS / "chat.toml"), "model/chunk#1", target=variant("hangs"),
-        workdir=tmp_path, timeout=2,
+        workdir=tmp_path, timeout=5,
     )  # fmt: skip
-    assert result.verdict == "hung" and result.codes == ("CHILD_HUNG",)
+    # (5 s, not 2: under a loaded suite one run in ~1700 came out "error".)
+    assert (result.verdict, result.codes) == ("hung", ("CHILD_HUNG",)), result.violations
     leftovers = [
         p for p in psutil.process_iter(["cmdline"])
         if str(VARIANTS / "hangs.py") in " ".join(p.info["cmdline"] or [])

@@ -66,7 +66,10 @@ def turn_only(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, Any]
             # One stream (<= 50 examples): the campaign stops at its first failure
             # whatever its size, and with one stream the example database holds
             # only this finding, so the next campaign's first replay is it.
-            "--examples", str(min(EXAMPLES, 50)), "--seed", "7", "--jobs", "2",
+            # Seed 2: its first failure is found at a second tool call
+            # (tool/durable#2) and shrinks in about 22 runs to none; seed 7's
+            # took 64 shrink runs to show the same.
+            "--examples", str(min(EXAMPLES, 50)), "--seed", "2", "--jobs", "2",
             "--policy", "turn-only",
             "--report-dir", str(reports),
         )  # fmt: skip
@@ -78,7 +81,7 @@ def turn_only(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, Any]
     return Path(reports), code, summary
 
 
-@pytest.mark.heavy(62)
+@pytest.mark.heavy(15)
 def test_turn_only_is_caught_and_shrunk_to_at_most_one_tool_call(
     turn_only: tuple[Path, int, Any],
 ) -> None:

@@ -127,13 +127,17 @@ def test_a_target_that_reports_no_file_facts_gets_power_loss_and_torn_write_case
     reference, options = traced(PAYMENT, tmp_path / "s", NO_FACTS)
     assert not any(m.get("fact") in ("write", "fsync", "create") for m in reference.trace)
     power = [classic_fault(name) for name in ("power-loss", "torn-write")]
-    results = [  # through the classic drive's fault table
-        fault.run(case, reference, options)
-        for fault in power
-        for case in fault.plan(reference, Planning(options))
+    planned = [  # through the classic drive's fault table
+        (fault, case) for fault in power for case in fault.plan(reference, Planning(options))
     ]
     written = [o for o in reference.occurrences if o.startswith("flush/written#")]
-    assert len(results) == 2 * len(written) >= 10
+    assert len(planned) == 2 * len(written) >= 10  # a case at every flush, both faults
+    # Run at the first flush after the charge only (the twelve cases pass or
+    # fail alike, ~1.5 s each; tests/integration/test_io_shapes.py shows why
+    # this flush catches a wrong file model).
+    results = [fault.run(case, reference, options) for fault, case in planned
+               if case.occurrence == "flush/written#3"]  # fmt: skip
+    assert len(results) == 2
     assert [(r.case.id, r.verdict, r.codes) for r in results if r.verdict != "pass"] == []
     assert any("torn@" in r.detail and "mid-line" in r.detail for r in results)
     # Without the trace the same target cannot run these faults.

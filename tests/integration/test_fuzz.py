@@ -75,7 +75,7 @@ def turn_only(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, Any]
         )  # fmt: skip
         return [str(reports), code, summary]
 
-    # One campaign for the run (about a minute): the tests below read it, and
+    # One campaign for the run (about 15 s): the tests below read it, and
     # only the later-campaign test adds to its reports directory.
     reports, code, summary = once_per_run(tmp_path_factory, "fuzz-turn-only", campaign)
     return Path(reports), code, summary

@@ -2,8 +2,8 @@
 # 30): the reference runtime with its session log written in the I/O shapes
 # of other languages' runtimes (tests/integration/targets/io_shapes.py: Node's
 # pwrite on an O_APPEND descriptor, writes and fsyncs from other threads,
-# writev and fdatasync, an O_DSYNC log, duplicated descriptors) passes every
-# power-loss, torn-write and fsync-error case with the system calls as ground
+# writev and fdatasync, an O_DSYNC log, duplicated descriptors) passes
+# power-loss, torn-write and fsync-error cases with the system calls as ground
 # truth; the same Node shape without its fsyncs is caught.  Before the file
 # model (faultlab/lab/process/filemodel.py) the node shape failed 24 of 26
 # power cases, dsync 20 and dup 24.
@@ -62,7 +62,7 @@ def _failing(document: dict[str, object]) -> list[tuple[str, str, list[str]]]:
 
 
 @pytest.mark.parametrize("shape", ["node", "threads", "vectored", "dsync", "dup", "pwrite"])
-def test_a_correct_runtime_in_another_shape_passes_every_case(shape: str, tmp_path: Path) -> None:
+def test_a_correct_runtime_in_another_shape_passes_each_fault(shape: str, tmp_path: Path) -> None:
     code, document = explore(shape, tmp_path)
     cases = document["cases"]
     assert isinstance(cases, list)

@@ -29,7 +29,7 @@ RATIOS = {
 }  # fmt: skip
 
 
-@pytest.mark.heavy(38)
+@pytest.mark.heavy(46)
 @pytest.mark.realprocess
 def test_bench_quick_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "reports" / "bench.json"

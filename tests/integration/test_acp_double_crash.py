@@ -43,7 +43,7 @@ def test_the_acp_variant_is_caught_by_a_double_crash(tmp_path: Path) -> None:
     assert lost.evidence["crash"] == "second crash"
 
 
-@pytest.mark.heavy(28)
+@pytest.mark.heavy(10)
 def test_the_acp_variant_passes_every_single_sigkill_case(tmp_path: Path) -> None:
     result = lab.explore_paths(
         [PAYMENT], target=FORKED, workdir=tmp_path, jobs=2, faults=("sigkill",), drive="acp"

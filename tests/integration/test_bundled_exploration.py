@@ -18,7 +18,7 @@ pytestmark = pytest.mark.realprocess
 
 # The one test that explores annotations.toml in full (217 of the 2024
 # cases, 13% of the time, since issue 30 bundled it); others name a case.
-@pytest.mark.heavy(96)
+@pytest.mark.heavy(148)
 def test_every_bundled_case_passes_every_fault_under_the_semantic_policy(
     tmp_path: Path,
 ) -> None:

@@ -134,7 +134,7 @@ def test_an_interrupt_keeps_an_incomplete_report(
     "acp": None,
     "agent": None,
     "app": None,
-}, heavy={"agent": 56}))  # fmt: skip
+}, heavy={"agent": 33}))  # fmt: skip
 def test_every_case_id_printed_replays(drive: str, faultlab_cli: CLI, tmp_path: Path) -> None:
     _needs(drive)
     reports = tmp_path / "reports"

@@ -87,7 +87,7 @@ def judged(cases: list[dict[str, object]]) -> set[object]:
     return {c["fault"] for c in cases if c["verdict"] == "pass" and c["fault"] != "reference"}
 
 
-@pytest.mark.heavy(25)
+@pytest.mark.heavy(27)
 def test_the_correct_runtime_passes_every_case_of_every_fault(runtime: str, tmp_path: Path) -> None:
     # double-sigkill, in `all` since issue 30, with a smaller bound than the
     # default: its cases are the bulk of the run's exec'd children.

@@ -28,7 +28,7 @@ def test_every_variant_script_is_in_the_zoo_registry() -> None:
     assert len(zoo.variants) >= 17
 
 
-@pytest.mark.heavy(80)
+@pytest.mark.heavy(113)
 def test_the_quick_selftest_catches_every_variant_and_no_false_alarm(tmp_path: Path) -> None:
     zoo = load_zoo(default_zoo_path())
     result = run_selftest(zoo, quick=True, jobs=4, workdir=tmp_path)

@@ -11,15 +11,15 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from faultlab.lab.faults.table import CLASSIC_FAULTS
+from tests.fixtures.foreign import explore_target as explore
+from tests.fixtures.foreign import failing
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "tests" / "runtimes" / "node" / "runtime.js"
@@ -39,25 +39,6 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("node") is None, reason="needs node (Node.js 20) on PATH"),
     pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (.ci/run installs it)"),
 ]
-
-
-def explore(
-    tmp_path: Path, target: str, *args: str, truth: str = "syscalls"
-) -> tuple[int, list[dict[str, object]]]:
-    env = {**os.environ, "FAULTLAB_GROUND_TRUTH": truth}
-    done = subprocess.run(
-        [sys.executable, "-m", "faultlab", "explore", *args, "--target", target,
-         "--json", "--no-report", "-j", "2"],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env, check=False,
-    )  # fmt: skip
-    assert done.stdout, done.stderr
-    cases = json.loads(done.stdout)["cases"]
-    assert isinstance(cases, list)
-    return done.returncode, cases
-
-
-def failing(cases: list[dict[str, object]]) -> list[tuple[object, object, object]]:
-    return [(c["id"], c["verdict"], c["codes"]) for c in cases if c["verdict"] != "pass"]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

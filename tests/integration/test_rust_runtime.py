@@ -9,17 +9,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from faultlab.lab.faults.table import CLASSIC_FAULTS
 from tests.conftest import once_per_run
+from tests.fixtures.foreign import explore_target, failing
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "runtimes" / "rust"
@@ -67,20 +65,7 @@ def explore(
     target: str, scenarios: list[str], faults: str, tmp_path: Path, *more: str,
     truth: str = "syscalls",
 ) -> tuple[int, list[dict[str, object]]]:  # fmt: skip
-    env = {**os.environ, "FAULTLAB_GROUND_TRUTH": truth}
-    done = subprocess.run(
-        [sys.executable, "-m", "faultlab", "explore", *scenarios, "--faults", faults,
-         "--target", target, "--json", "--no-report", "-j", "2", *more],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env, check=False,
-    )  # fmt: skip
-    assert done.stdout, done.stderr
-    cases = json.loads(done.stdout)["cases"]
-    assert isinstance(cases, list)
-    return done.returncode, cases
-
-
-def failing(cases: list[dict[str, object]]) -> list[tuple[object, object, object]]:
-    return [(c["id"], c["verdict"], c["codes"]) for c in cases if c["verdict"] != "pass"]
+    return explore_target(tmp_path, target, *scenarios, "--faults", faults, *more, truth=truth)
 
 
 def judged(cases: list[dict[str, object]]) -> set[object]:

@@ -270,21 +270,40 @@ def _children_cpu() -> float:
 Measured = tuple[subprocess.CompletedProcess[bytes], float, float, int]
 
 
+_RUN_TIMEOUT_S = 1800
+_OUTPUT_LIMIT = 64 << 20  # bytes of a side's stdout or stderr that are read
+
+
 def _measure(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], what: str) -> Measured:
     """Run `argv` to its end: its result, wall seconds, CPU seconds of its
     whole tree (this process's reaped children before and after) and how many
-    stray descendants had to be killed."""
+    stray descendants had to be killed.  Its output goes to files, not pipes:
+    an orphan that kept a pipe open would hold the wait (and the wall time)
+    until it exited."""
     cpu0 = _children_cpu()
-    start = time.monotonic()
-    try:
-        done = subprocess.run(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False, timeout=1800)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as error:
-        _reap_strays()
-        raise BenchError(f"{what} did not run: {error}") from error
-    wall = time.monotonic() - start
-    strays = _reap_strays()
-    return done, wall, _children_cpu() - cpu0, strays
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        try:
+            child = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                                     stdout=out, stderr=err, start_new_session=True)  # fmt: skip
+        except OSError as error:
+            raise BenchError(f"{what} did not start: {error}") from error
+        try:
+            code = child.wait(timeout=_RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)  # the group this run started
+            child.wait()
+            _reap_strays()
+            raise BenchError(f"{what} ran over {_RUN_TIMEOUT_S} s and was killed") from None
+        wall = time.monotonic() - start
+        strays = _reap_strays()
+        cpu = _children_cpu() - cpu0
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(list(argv), code, out.read(_OUTPUT_LIMIT),
+                                           err.read(_OUTPUT_LIMIT))  # fmt: skip
+    return done, wall, cpu, strays
 
 
 def _tail(data: bytes) -> str:
@@ -310,15 +329,15 @@ def _install(peer: Peer, venv: Path) -> str:
         have = subprocess.run(version_argv, capture_output=True, text=True, env=env, check=False)
         if have.returncode == 0 and have.stdout.strip() == wanted:
             return wanted
-    steps = ([sys.executable, "-m", "venv", str(venv)],
-             [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-              peer.requirement])  # fmt: skip
-    for argv in steps:
-        print(f"peers: {' '.join(argv[-3:])}", file=sys.stderr, flush=True)
+    steps = ((f"python3 -m venv {venv}", [sys.executable, "-m", "venv", str(venv)]),
+             (f"pip install {peer.requirement}",
+              [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+               peer.requirement]))  # fmt: skip
+    for what, argv in steps:
+        print(f"peers: {what}", file=sys.stderr, flush=True)
         done = subprocess.run(argv, capture_output=True, env=env, check=False)
         if done.returncode != 0:
-            raise BenchError(f"{' '.join(argv[-2:])} failed (exit {done.returncode}): "
-                             f"{_tail(done.stderr)}")  # fmt: skip
+            raise BenchError(f"{what} failed (exit {done.returncode}): {_tail(done.stderr)}")
     have = subprocess.run(version_argv, capture_output=True, text=True, env=env, check=False)
     if have.stdout.strip() != wanted:
         raise BenchError(f"{peer.requirement} not installed in {venv} "

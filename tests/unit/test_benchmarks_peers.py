@@ -138,3 +138,30 @@ def test_the_job_saves_atomically_and_resumes_after_a_kill(tmp_path: Path) -> No
     assert json.loads((killed / "state.json").read_text())["step"] == 1
     assert _run_job(job, killed).stdout.strip() == "resumed from step 1"
     assert json.loads((killed / "state.json").read_text()) == final
+
+
+_ORPHAN = """
+import importlib.util, subprocess, sys, psutil
+spec = importlib.util.spec_from_file_location("bench_peers", sys.argv[1])
+peers = importlib.util.module_from_spec(spec)
+sys.modules["bench_peers"] = peers
+spec.loader.exec_module(peers)
+assert peers._become_subreaper()
+# the shell exits at once and leaves its `sleep` behind: an orphan, now ours
+# (and holds the shell's stdout open, as a careless tool's orphan would)
+done, wall, cpu, strays = peers._measure(["sh", "-c", "sleep 60 & echo started"],
+                                         cwd=peers.REPO, env={"PATH": "/usr/bin:/bin"},
+                                         what="sh")
+print(done.returncode, done.stdout.decode().strip(), strays, len(psutil.Process().children()))
+"""
+
+
+def test_an_orphan_left_by_a_measured_tool_is_killed_reaped_and_counted() -> None:
+    # In a child interpreter: becoming a subreaper and reaping every child
+    # would interfere with the test process's own children.
+    done = subprocess.run([sys.executable, "-c", _ORPHAN, str(REPO / "benchmarks" / "peers.py")],
+                          capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+    # 1 stray: the orphan was still alive when the run's own wait ended, so the
+    # measure did not wait for it (through a pipe it would have, 60 s), and
+    # it was killed and reaped: none is left.
+    assert done.stdout.split() == ["0", "started", "1", "0"]

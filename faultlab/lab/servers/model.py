@@ -269,11 +269,13 @@ class ModelServer:
         if answer.delay_ms:
             await asyncio.sleep(answer.delay_ms / 1000)
         names = tool_names(api, body, self.scenario.tool_names)
-        rendered = render(api, answer, body, request_id=f"fl{digest}s{answer.step}",
-                          stream=stream, names=names)  # fmt: skip
-        calls = [{"id": answer.call_id(i, CALL_PREFIX[api]),
-                  "name": c.tool, "arguments": dict(c.arguments)}
-                 for i, c in enumerate(answer.calls)]  # fmt: skip
+        # Fresh ids per answer (the request's n): a step answered again
+        # after a kill gets new ones, as a real model's answer would.
+        ids = [answer.call_id(i, CALL_PREFIX[api], answer=n) for i in range(len(answer.calls))]
+        rendered = render(api, answer, body, request_id=f"fl{n}d{digest}s{answer.step}",
+                          stream=stream, names=names, call_ids=ids)  # fmt: skip
+        calls = [{"id": cid, "name": c.tool, "arguments": dict(c.arguments)}
+                 for cid, c in zip(ids, answer.calls, strict=True)]  # fmt: skip
         if rendered.body is not None:
             await self._json(exchange, 200, rendered.body)
         else:

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -76,13 +76,14 @@ def _sse(event: str | None, data: Any) -> bytes:
 
 
 def render(api: Api, answer: Answer, body: dict[str, Any], *, request_id: str, stream: bool,
-           names: _Names) -> Rendered:  # fmt: skip
-    """The answer as `api` sends it; `request_id` makes the message ids."""
+           names: _Names, call_ids: Sequence[str]) -> Rendered:  # fmt: skip
+    """The answer as `api` sends it; `request_id` makes the message ids,
+    `call_ids` are its calls' ids (one per call, in order)."""
+    if len(call_ids) != len(answer.calls):
+        raise ValueError(f"{len(answer.calls)} call(s) but {len(call_ids)} id(s)")
     model = str(body.get("model") or "faultlab-scripted")
-    prefix = CALL_PREFIX[api]
-    calls = [(answer.call_id(i, prefix), *names.get(c.tool, (c.tool, None)),
-              orjson.dumps(dict(c.arguments)).decode())
-             for i, c in enumerate(answer.calls)]  # fmt: skip
+    calls = [(cid, *names.get(c.tool, (c.tool, None)), orjson.dumps(dict(c.arguments)).decode())
+             for cid, c in zip(call_ids, answer.calls, strict=True)]  # fmt: skip
     usage_in = max(1, len(orjson.dumps(body)) // 4)
     usage_out = max(1, len(answer.text) // 4 + 12 * len(calls))
     build = {"anthropic": _anthropic, "chat": _chat, "responses": _responses}[api]

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import orjson
 
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.read.naming import DEFAULT_MCP_SERVER, check_tool_pattern
 from faultlab.userfiles import (
     MAX_SCENARIO_BYTES,
     TARGET_FILE_REFUSED,
@@ -56,7 +57,8 @@ INSTALL_KINDS: tuple[InstallKind, ...] = ("npm", "pip", "builtin")
 READERS = ("claude-code", "codex", "openai-agents-sqlite", "deepseek-harness", "faultlab-log")
 BUNDLED_DIR = Path(__file__).resolve().parent / "bundled"
 APPS_DIR = Path(__file__).resolve().parent / "apps"
-MCP_SERVER_NAME = "faultlab"  # the MCP server's name in every config: tools are mcp__faultlab__X
+# The MCP server's name in every config (Claude Code's tools: mcp__faultlab__X).
+MCP_SERVER_NAME = DEFAULT_MCP_SERVER
 
 # Per-case template variables; each also has a `_json` form (its JSON
 # encoding, quotes included), and `{mcp_args}` as a whole argv element
@@ -68,7 +70,7 @@ CASE_VARIABLES = frozenset({"model_url", "model_key", "model", "mcp_command", "m
 INSTALL_VARIABLES = frozenset({"npm_platform", "rust_triple"})
 _VAR = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TOP = {"name", "version", "description", "api", "model", "cwd", "first", "resume", "install",
-        "env", "files", "session"}  # fmt: skip
+        "env", "files", "session", "tool_name"}  # fmt: skip
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
@@ -116,6 +118,9 @@ class Adapter:
     env: tuple[tuple[str, str], ...] = ()
     files: tuple[FileSpec, ...] = ()
     source: str = "<string>"
+    # How the agent names faultlab's MCP tools on the model wire, e.g.
+    # "{mcp_server}_{tool}" (read/naming.py); none: the built-in rule.
+    tool_name: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,13 +240,27 @@ def parse_adapter(text: str, *, source: str = "<string>") -> Adapter:
         for item in argv:
             c.templates(item, key, None, CASE_VARIABLES)
     session = _session(c, data.get("session"))
+    tool_name = _tool_name(c, data.get("tool_name", []))
     cwd = c.string(data, "cwd", default="{workdir}")
     c.templates(cwd, "cwd", None, CASE_VARIABLES)
     return Adapter(name=name, version=version, api=api,
                    install=install, first=first, resume=resume, session=session,
                    description=str(data.get("description", "")),
                    model=c.string(data, "model", default="faultlab-model"), cwd=cwd,
-                   env=tuple(env.items()), files=files, source=source)  # fmt: skip
+                   env=tuple(env.items()), files=files, source=source,
+                   tool_name=tool_name)  # fmt: skip
+
+
+def _tool_name(c: _Checker, value: Any) -> tuple[str, ...]:
+    patterns = [value] if isinstance(value, str) else value
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise c.fail("tool_name", "must be a pattern such as \"{mcp_server}_{tool}\" or a list "
+                     "of them")  # fmt: skip
+    for pattern in patterns:
+        problem = check_tool_pattern(pattern)
+        if problem is not None:
+            raise c.fail("tool_name", f"{pattern!r}: {problem}")
+    return tuple(patterns)
 
 
 def _install(c: _Checker, table: Any, version: str) -> InstallSpec:

@@ -9,7 +9,8 @@
 # message and function_call items, are merged); tool results become `tool`
 # messages before the user text that shares their message; tool names are
 # reduced to the scenario's bare name (`mcp__faultlab__deploy`, or `deploy`
-# in namespace `mcp__faultlab__`, become `deploy`).
+# in namespace `mcp__faultlab__`, become `deploy`; an adapter's `tool_name`
+# patterns, read/naming.py, name the rest, e.g. opencode's `faultlab_deploy`).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
@@ -18,6 +19,7 @@ from typing import Any
 import orjson
 
 from faultlab.lab.read.histories import Call, History, Message
+from faultlab.lab.read.naming import BUILT_IN_NAMING, ToolNaming, bare_tool_name
 
 __all__ = [
     "WireError",
@@ -30,24 +32,6 @@ __all__ = [
 
 class WireError(ValueError):
     """A request body does not have its API's shape; the message says where."""
-
-
-def bare_tool_name(name: str, namespace: str | None = None, known: Collection[str] = ()) -> str:
-    """The scenario's name for a tool as the agent named it on the wire: a
-    namespace or `mcp__server__` prefix removed.  With `known` names, the first
-    candidate that is one of them wins; otherwise the shortest candidate."""
-    candidates = [name]
-    if namespace:
-        joined = namespace if namespace.endswith("__") else namespace + "__"
-        candidates.append(name.removeprefix(joined).removeprefix(namespace))
-    if name.startswith("mcp__") and name.count("__") >= 2:
-        candidates.append(name.split("__", 2)[2])
-    if "__" in name:
-        candidates.append(name.rsplit("__", 1)[1])
-    for candidate in candidates:
-        if candidate in known:
-            return candidate
-    return min((c for c in candidates if c), key=len, default=name)
 
 
 def _arguments(raw: Any, where: str) -> dict[str, Any]:
@@ -117,7 +101,8 @@ class _Builder:
         return History(tuple(self.messages))
 
 
-def history_from_anthropic(body: Any, known: Collection[str] = ()) -> History:
+def history_from_anthropic(body: Any, known: Collection[str] = (), *,
+                           naming: ToolNaming = BUILT_IN_NAMING) -> History:  # fmt: skip
     """`messages` of an Anthropic Messages request (`system` is not a message)."""
     out = _Builder()
     for index, message in enumerate(_items(body, "messages")):
@@ -137,7 +122,7 @@ def history_from_anthropic(body: Any, known: Collection[str] = ()) -> History:
                     texts.append(str(block.get("text") or ""))
                 elif block.get("type") == "tool_use":
                     calls.append(Call(str(block.get("id")),
-                                      bare_tool_name(str(block.get("name")), known=known),
+                                      naming.bare(str(block.get("name")), known=known),
                                       _arguments(block.get("input"), where)))  # fmt: skip
             out.assistant("".join(texts), calls)
         elif role == "user":
@@ -161,7 +146,8 @@ def history_from_anthropic(body: Any, known: Collection[str] = ()) -> History:
     return out.history()
 
 
-def history_from_chat(body: Any, known: Collection[str] = ()) -> History:
+def history_from_chat(body: Any, known: Collection[str] = (), *,
+                      naming: ToolNaming = BUILT_IN_NAMING) -> History:  # fmt: skip
     """`messages` of an OpenAI Chat Completions request (system and developer
     messages left out)."""
     out = _Builder()
@@ -182,7 +168,7 @@ def history_from_chat(body: Any, known: Collection[str] = ()) -> History:
                     raise WireError(f"{where}: a tool call must be an object")
                 function = call.get("function") or {}
                 calls.append(Call(str(call.get("id")),
-                                  bare_tool_name(str(function.get("name")), known=known),
+                                  naming.bare(str(function.get("name")), known=known),
                                   _arguments(function.get("arguments"), where)))  # fmt: skip
             out.assistant(text, calls)
         elif role == "tool":
@@ -192,7 +178,8 @@ def history_from_chat(body: Any, known: Collection[str] = ()) -> History:
     return out.history()
 
 
-def history_from_responses(body: Any, known: Collection[str] = ()) -> History:
+def history_from_responses(body: Any, known: Collection[str] = (), *,
+                           naming: ToolNaming = BUILT_IN_NAMING) -> History:  # fmt: skip
     """`input` of an OpenAI Responses request: message, function_call (with
     Codex's `namespace`) and function_call_output items; reasoning and other
     item types are left out, as is `instructions`."""
@@ -212,7 +199,7 @@ def history_from_responses(body: Any, known: Collection[str] = ()) -> History:
             elif role not in ("system", "developer"):
                 raise WireError(f"{where}: unknown role {role!r}")
         elif kind == "function_call":
-            name = bare_tool_name(str(item.get("name")), item.get("namespace"), known)
+            name = naming.bare(str(item.get("name")), item.get("namespace"), known)
             call_id = str(item.get("call_id") or item.get("id"))
             out.assistant("", [Call(call_id, name, _arguments(item.get("arguments"), where))])
         elif kind == "function_call_output":

@@ -17,7 +17,7 @@ import contextlib
 import hmac
 import secrets
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -25,6 +25,7 @@ import orjson
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.histories import History
+from faultlab.lab.read.naming import BUILT_IN_NAMING, ToolNaming
 from faultlab.lab.read.wire import (
     WireError,
     history_from_anthropic,
@@ -42,14 +43,24 @@ from faultlab.lab.servers.http import (
     read_head,
 )
 from faultlab.lab.servers.script import choose_answer
-from faultlab.lab.servers.wire import API_PATHS, CALL_PREFIX, Api, error_body, render, tool_names
+from faultlab.lab.servers.wire import (
+    API_PATHS,
+    CALL_PREFIX,
+    Api,
+    declared_tools,
+    error_body,
+    render,
+    tool_names,
+)
 from faultlab.scenario import Scenario
 
-__all__ = ["FOREIGN_REQUEST", "ModelServer"]
+__all__ = ["FOREIGN_REQUEST", "TOOL_NOT_OFFERED", "ModelServer"]
 
 FOREIGN_REQUEST = "FOREIGN_REQUEST"  # the gate fact of a request without the secret
+# The gate fact of an answer that calls a tool its request did not offer.
+TOOL_NOT_OFFERED = "model/tool-not-offered"
 
-_PARSERS: dict[Api, Callable[[Any, Collection[str]], History]] = {
+_PARSERS: dict[Api, Callable[..., History]] = {  # (body, known, *, naming)
     "anthropic": history_from_anthropic,
     "chat": history_from_chat,
     "responses": history_from_responses,
@@ -62,11 +73,14 @@ class ModelServer:
     """`with ModelServer(scenario, gate) as server:` serves on `server.url`."""
 
     def __init__(self, scenario: Scenario, gate: Gate, *, host: str = "127.0.0.1",
-                 unix_path: str | None = None, secret: str | None = None) -> None:  # fmt: skip
+                 unix_path: str | None = None, secret: str | None = None,
+                 naming: ToolNaming = BUILT_IN_NAMING) -> None:  # fmt: skip
         """`unix_path`: also serve on that Unix socket, for an agent in a network
         namespace of its own (its supervisor relays 127.0.0.1:port there);
-        `secret`: what a request must carry (default: a fresh random one)."""
+        `secret`: what a request must carry (default: a fresh random one);
+        `naming`: how the agent names the MCP tools (its adapter's `tool_name`)."""
         self.scenario, self.gate, self.host = scenario, gate, host
+        self.naming = naming
         self.unix_path = unix_path
         self.secret = secret or secrets.token_hex(16)
         self._prefix = f"/faultlab-{self.secret}"
@@ -238,7 +252,7 @@ class ModelServer:
             return
         known = self.scenario.tool_names
         try:
-            history = _PARSERS[api](body, known)
+            history = _PARSERS[api](body, known, naming=self.naming)
         except WireError as error:
             await self._json(exchange, 400, error_body(api, 400, str(error)))
             return
@@ -268,7 +282,16 @@ class ModelServer:
             return
         if answer.delay_ms:
             await asyncio.sleep(answer.delay_ms / 1000)
-        names = tool_names(api, body, self.scenario.tool_names)
+        names = tool_names(api, body, self.scenario.tool_names, self.naming)
+        missing = [c.tool for c in answer.calls if c.tool not in names]
+        if missing:
+            # The script calls a tool this request did not offer (the agent
+            # had not registered it yet, or names it in a way the adapter's
+            # `tool_name` does not say): answered by the adapter's rule all
+            # the same, and noted, so the case says why the agent balked.
+            offered = [name for name, _ in declared_tools(api, body)][:50]
+            self.gate.note(TOOL_NOT_OFFERED, request=n, tools=missing, offered=offered)
+            names = {**names, **{t: (self.naming.wire(t), None) for t in missing}}
         # Fresh ids per answer (the request's n): a step answered again
         # after a kill gets new ones, as a real model's answer would.
         ids = [answer.call_id(i, CALL_PREFIX[api], answer=n) for i in range(len(answer.calls))]

@@ -13,12 +13,13 @@ from typing import Any, Literal
 
 import orjson
 
-from faultlab.lab.read.wire import bare_tool_name
+from faultlab.lab.read.naming import BUILT_IN_NAMING, ToolNaming
 from faultlab.lab.servers.script import Answer
 
-__all__ = ["API_PATHS", "CALL_PREFIX", "Api", "Rendered", "error_body", "render", "tool_names"]
+__all__ = ["API_PATHS", "CALL_PREFIX", "Api", "Rendered", "declared_tools", "error_body", "render",
+           "tool_names"]
 
-Api = Literal["anthropic", "chat", "responses"]
+Api = Literal["anthropic", "chat", "responses", "gemini"]
 API_PATHS: dict[str, Api] = {
     "/v1/messages": "anthropic",
     "/v1/chat/completions": "chat",
@@ -39,27 +40,34 @@ class Rendered:
 _Names = dict[str, tuple[str, str | None]]
 
 
-def tool_names(api: Api, body: dict[str, Any], known: Collection[str]) -> _Names:
-    """Scenario tool name -> (the name the agent declared, its namespace): an
-    answer must call a tool by the agent's name for it (`mcp__faultlab__x` for
-    Claude Code, `x` in namespace `mcp__faultlab__` for Codex)."""
-    found: _Names = {}
-
-    def add(name: Any, namespace: str | None) -> None:
-        if isinstance(name, str):
-            found.setdefault(bare_tool_name(name, namespace, known), (name, namespace))
-
+def declared_tools(api: Api, body: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """Every tool a request offers, as (its name, its namespace), in order."""
+    found: list[tuple[Any, str | None]] = []
     for tool in body.get("tools") or ():
         if not isinstance(tool, dict):
             continue
         if api == "chat":
-            add((tool.get("function") or {}).get("name"), None)
+            found.append(((tool.get("function") or {}).get("name"), None))
+        elif api == "gemini":
+            declared = tool.get("functionDeclarations") or tool.get("function_declarations")
+            found += [(d.get("name"), None) for d in declared or () if isinstance(d, dict)]
         elif tool.get("type") == "namespace":
-            for inner in tool.get("tools") or ():
-                if isinstance(inner, dict):
-                    add(inner.get("name"), str(tool.get("name") or ""))
+            found += [(inner.get("name"), str(tool.get("name") or ""))
+                      for inner in tool.get("tools") or () if isinstance(inner, dict)]  # fmt: skip
         else:
-            add(tool.get("name"), None)
+            found.append((tool.get("name"), None))
+    return [(name, namespace) for name, namespace in found if isinstance(name, str)]
+
+
+def tool_names(api: Api, body: dict[str, Any], known: Collection[str],
+               naming: ToolNaming = BUILT_IN_NAMING) -> _Names:  # fmt: skip
+    """Scenario tool name -> (the name the agent declared, its namespace): an
+    answer must call a tool by the agent's name for it (`mcp__faultlab__x` for
+    Claude Code, `x` in namespace `mcp__faultlab__` for Codex, what the
+    adapter's `tool_name` patterns say for the others)."""
+    found: _Names = {}
+    for name, namespace in declared_tools(api, body):
+        found.setdefault(naming.bare(name, namespace, known), (name, namespace))
     return found
 
 

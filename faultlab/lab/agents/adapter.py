@@ -20,6 +20,7 @@ import orjson
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.naming import DEFAULT_MCP_SERVER, check_tool_pattern
+from faultlab.lab.read.userreaders import is_user_reader
 from faultlab.userfiles import (
     MAX_SCENARIO_BYTES,
     TARGET_FILE_REFUSED,
@@ -64,6 +65,7 @@ MCP_SERVER_NAME = DEFAULT_MCP_SERVER
 # encoding, quotes included), and `{mcp_args}` as a whole argv element
 # splices the list.  `binary`, `install`, `apps` come from the installation.
 CASE_VARIABLES = frozenset({"model_url", "model_key", "model", "mcp_command", "mcp_args",
+                            "mcp_argv",
                             "mcp_config", "mcp_server", "home", "workdir", "session_id",
                             "prompt", "python", "binary", "install", "apps"})  # fmt: skip
 # Only for `install.binary`: which platform package holds the native binary.
@@ -97,10 +99,12 @@ class FileSpec:
 @dataclass(frozen=True, slots=True)
 class SessionSpec:
     """Where the agent's own session log lands (a templated glob) and which
-    reader of faultlab.lab.read.agentlogs understands it."""
+    reader understands it: a bundled one of faultlab.lab.read.agentlogs, a
+    user's `module:function` (read/userreaders.py), or None (the files are
+    copied into the report, not read)."""
 
     glob: str
-    reader: str
+    reader: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +153,7 @@ class Launch:
     cwd: Path
     files: tuple[tuple[Path, str], ...]
     session_glob: str
-    reader: str
+    reader: str | None
     mcp_config: Path
     # The case's folders (home, workdir): no file is written outside them.
     roots: tuple[Path, ...] = ()
@@ -315,10 +319,15 @@ def _session(c: _Checker, table: Any) -> SessionSpec:
         raise c.fail("session", "missing: a [session] table (glob, reader) is required")
     glob = c.string(table, "glob", "session")
     c.templates(glob, "glob", "session", CASE_VARIABLES)
+    for key in table:
+        if key not in ("glob", "reader"):
+            raise c.fail(key, "unknown field (known: glob, reader)", "session")
+    if "reader" not in table:
+        return SessionSpec(glob, None)  # copied into the report, not read
     reader = c.string(table, "reader", "session")
-    if reader not in READERS:
-        raise c.fail("reader", f"must be one of {', '.join(READERS)}, not {reader!r}",
-                     "session")  # fmt: skip
+    if reader not in READERS and not is_user_reader(reader):
+        raise c.fail("reader", f"must be one of {', '.join(READERS)} or a reader of your own "
+                     f"as module:function, not {reader!r}", "session")  # fmt: skip
     return SessionSpec(glob, reader)
 
 
@@ -383,7 +392,8 @@ def render(adapter: Adapter, case: CaseVars, *, resume: bool,
     values: dict[str, str | tuple[str, ...]] = {
         "model_url": case.model_url, "model_key": case.model_key, "model": adapter.model,
         "mcp_command": case.mcp_command,
-        "mcp_args": case.mcp_args, "mcp_config": str(mcp_config), "mcp_server": MCP_SERVER_NAME,
+        "mcp_args": case.mcp_args, "mcp_argv": (case.mcp_command, *case.mcp_args),
+        "mcp_config": str(mcp_config), "mcp_server": MCP_SERVER_NAME,
         "home": str(case.home), "workdir": str(case.workdir), "session_id": case.session_id,
         "prompt": case.prompt, "python": case.python, "apps": str(APPS_DIR),
         "install": str(install_dir or ""),
@@ -397,8 +407,8 @@ def render(adapter: Adapter, case: CaseVars, *, resume: bool,
         values["binary"] = str(binary)
     argv: list[str] = []
     for item in adapter.resume if resume else adapter.first:
-        if item == "{mcp_args}":
-            argv.extend(case.mcp_args)
+        if item in ("{mcp_args}", "{mcp_argv}"):  # a list as a whole element: spliced
+            argv.extend(values[item[1:-1]])
         else:
             argv.append(_fill(item, values))
     mcp_json = orjson.dumps({"mcpServers": {MCP_SERVER_NAME: {

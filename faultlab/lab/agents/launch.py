@@ -131,11 +131,13 @@ class _PreparedAdapter:
         return self._command(prompt, resume=True)
 
     def read_session(self, path: Path) -> list[dict[str, Any]] | None:
-        reader = self._agent.adapter.session.reader
-        if reader == "faultlab-log":
-            return None  # faultlab's own format: `faultlab inspect` reads it
+        adapter = self._agent.adapter
+        reader = adapter.session.reader
+        if reader is None or reader == "faultlab-log":
+            return None  # no reader, or faultlab's own format (`faultlab inspect` reads it)
+        near = Path(adapter.source).parent if adapter.source != "<string>" else None
         try:
-            return read_agent_log(reader, path).history.to_json()
+            return read_agent_log(reader, path, near=near).history.to_json()
         except (LabUsageError, ValueError):
             return None
 

@@ -24,18 +24,20 @@ from faultlab.lab.oracle.blackbox import BlackboxObservation, check_blackbox
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.verdicts import drifted, hang, hung
-from faultlab.lab.process.reference import Reference, read_ledger, slug
+from faultlab.lab.process.reference import BAD_REPORT, Reference, read_ledger, slug
 from faultlab.lab.process.tree import ContainedProcess
 from faultlab.lab.read.view import LogView
 from faultlab.lab.servers.points import DEFAULT_DELAYS_MS, KillPoint, parse_kill_point
 from faultlab.lab.servers.records import GateRecord, as_trace
 from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
+from faultlab.userfiles import TargetFileError
 
 __all__ = [
     "AgentKill",
     "BlackboxOptions",
     "plan_kill_points",
+    "reference_dir",
     "run_blackbox_case",
     "run_blackbox_reference",
 ]
@@ -194,7 +196,7 @@ def run_blackbox_reference(scenario_path: str, scenario: Scenario,
                            options: BlackboxOptions) -> Reference:  # fmt: skip
     """The fault-free run: every turn to its end.  Its trace is the gate's
     records, so its occurrences are the kill points of the cases."""
-    where = options.workdir / "blackbox-reference" / slug(Path(scenario_path).name)
+    where = reference_dir(options, scenario_path)
     rig = _CaseRig(scenario_path, scenario, options, where, None)
     outcome = _Outcome([])
     try:
@@ -204,6 +206,13 @@ def run_blackbox_reference(scenario_path: str, scenario: Scenario,
                 break
     finally:
         rig.close()
+    refused: tuple[str, str] | None = None
+    try:
+        # The coverage case keeps this folder: the agent's session files
+        # beside its requests (records.jsonl) and its stdout/stderr.
+        rig.copy_session("final")
+    except TargetFileError as error:  # a FIFO, a link, a huge file: every case an error
+        refused = (error.code, str(error))
     records = rig.gate.snapshot()
     failed = next((r for r in outcome.runs if r.status != 0), None)
     stderr = ""
@@ -219,10 +228,16 @@ def run_blackbox_reference(scenario_path: str, scenario: Scenario,
     return Reference(
         scenario=scenario, scenario_path=scenario_path, trace=as_trace(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),
-        returncode=_returncode(failed, outcome), log_bytes=b"", stderr=stderr,
+        returncode=BAD_REPORT if refused else _returncode(failed, outcome), log_bytes=b"",
+        stderr=stderr,
         hung=outcome.hung is not None,
-        ground_truth="servers",
+        ground_truth="servers", refused=refused,
     )  # fmt: skip
+
+
+def reference_dir(options: BlackboxOptions, scenario_path: str) -> Path:
+    """The folder of a scenario's fault-free run (kept by its coverage case)."""
+    return options.workdir / "blackbox-reference" / slug(Path(scenario_path).name)
 
 
 def _returncode(failed: _Run | None, outcome: _Outcome) -> int:

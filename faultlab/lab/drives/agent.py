@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from faultlab.lab.blackbox.drive import BlackboxOptions, run_blackbox_reference
+from faultlab.lab.blackbox.drive import BlackboxOptions, reference_dir, run_blackbox_reference
 from faultlab.lab.blackbox.faults import BLACKBOX_FAULTS, agent_fault
 from faultlab.lab.drives.protocol import PlanContext, SingleDrive, coverage_result
 from faultlab.lab.errors import LabUsageError
@@ -61,7 +61,12 @@ class AgentDrive(SingleDrive):
         # The scripted model calling a tool the agent had not offered is said
         # even when the run passed (the agent may have coped by luck).
         note = tool_note(cast("list[GateRecord]", list(reference.trace)))
-        return dataclasses.replace(result, detail="; ".join(d for d in (result.detail, note) if d))
+        # Its folder is the fault-free run's: the requests (records.jsonl),
+        # the agent's stdout/stderr per run, its session files (final-*).
+        where = reference_dir(self.options, reference.scenario_path)
+        artifacts = {"dir": str(where), "records": str(where / "records.jsonl")}
+        return dataclasses.replace(result, artifacts={**artifacts, **result.artifacts},
+                                   detail="; ".join(d for d in (result.detail, note) if d))
 
     def run(self, case: Case, reference: Reference) -> CaseResult:
         return agent_fault(case.fault).run(case, reference, self.options)

@@ -49,9 +49,9 @@ __all__ = [
     "write_files",
 ]
 
-Api = Literal["anthropic", "chat", "responses"]
+Api = Literal["anthropic", "chat", "responses", "gemini"]
 InstallKind = Literal["npm", "pip", "builtin"]
-API_KINDS: tuple[Api, ...] = ("anthropic", "chat", "responses")
+API_KINDS: tuple[Api, ...] = ("anthropic", "chat", "responses", "gemini")
 INSTALL_KINDS: tuple[InstallKind, ...] = ("npm", "pip", "builtin")
 # The session-log readers faultlab.lab.read.agentlogs has (`faultlab-log`:
 # faultlab's own log format, read by faultlab.lab.read.jsonl).

@@ -1,6 +1,7 @@
 # Model API request bodies -> `History`: the conversation an Anthropic
-# Messages, OpenAI Chat Completions or OpenAI Responses request carried, in
-# the one shape the black-box oracle compares (read/histories.py).  It lives
+# Messages, OpenAI Chat Completions, OpenAI Responses or Gemini generateContent
+# request carried, in the one shape the black-box oracle compares
+# (read/histories.py).  It lives
 # in the read room so the agents' session-log readers, which store the same
 # wire shapes, can reuse it; the model server (servers/) is its first user.
 #
@@ -26,6 +27,7 @@ __all__ = [
     "bare_tool_name",
     "history_from_anthropic",
     "history_from_chat",
+    "history_from_gemini",
     "history_from_responses",
 ]
 
@@ -206,4 +208,73 @@ def history_from_responses(body: Any, known: Collection[str] = (), *,
             output = item.get("output")
             out.tool(str(item.get("call_id")),
                      _text(output, where, ("input_text", "output_text", "text")))  # fmt: skip
+    return out.history()
+
+
+def _gemini_text(value: Any) -> str:
+    """A function response's text: its strings, depth first, one a line (a
+    tool's output as the agent sent it back, whatever it wraps it in)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(t for t in (_gemini_text(v) for v in value.values()) if t)
+    if isinstance(value, list):
+        return "\n".join(t for t in (_gemini_text(v) for v in value) if t)
+    return "" if value is None else orjson.dumps(value).decode()
+
+
+def _part(part: dict[str, Any], camel: str) -> Any:
+    """A part's field by its JSON name or the snake_case one."""
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in camel)
+    return part.get(camel, part.get(snake))
+
+
+def history_from_gemini(body: Any, known: Collection[str] = (), *,
+                        naming: ToolNaming = BUILT_IN_NAMING) -> History:  # fmt: skip
+    """`contents` of a Gemini generateContent request: `user` and `model`
+    turns of parts (`text`, `functionCall`, `functionResponse`; `thought`
+    parts and `systemInstruction` left out).  A call without an `id` gets
+    one from its place (`gemini-C-P`); a response without one answers the
+    earliest unanswered call of its name (Gemini pairs them by order)."""
+    out = _Builder()
+    pending: list[Call] = []  # calls of the latest model turn not answered yet
+    for index, content in enumerate(_items(body, "contents")):
+        where = f"contents[{index}]"
+        if not isinstance(content, dict):
+            raise WireError(f"{where}: a content must be an object")
+        parts = content.get("parts") or []
+        if not isinstance(parts, list):
+            raise WireError(f"{where}: parts must be a list")
+        role = content.get("role", "user")
+        texts: list[str] = []
+        calls: list[Call] = []
+        for number, part in enumerate(parts):
+            if not isinstance(part, dict) or part.get("thought"):
+                continue
+            call, answer = _part(part, "functionCall"), _part(part, "functionResponse")
+            if isinstance(call, dict):
+                name = naming.bare(str(call.get("name")), known=known)
+                calls.append(Call(str(call.get("id") or f"gemini-{index}-{number}"), name,
+                                  _arguments(call.get("args"), where)))  # fmt: skip
+            elif isinstance(answer, dict):
+                name = naming.bare(str(answer.get("name")), known=known)
+                match = next((c for c in pending if c.id == answer.get("id")), None) or next(
+                    (c for c in pending if c.name == name and not answer.get("id")), None)
+                if match is not None:
+                    pending.remove(match)
+                response = answer.get("response")
+                error = isinstance(response, dict) and "error" in response and (
+                    "output" not in response)  # fmt: skip
+                out.tool(str(answer.get("id") or (match.id if match else f"gemini-{index}")),
+                         _gemini_text(response), error)  # fmt: skip
+            elif isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        if role == "model":
+            out.assistant("".join(texts), calls)
+            pending = list(calls)
+        elif role == "user":
+            if texts:
+                out.user("\n".join(texts))
+        else:
+            raise WireError(f"{where}: role must be user or model, not {role!r}")
     return out.history()

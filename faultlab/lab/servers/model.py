@@ -1,6 +1,7 @@
 # The scripted model server: a scenario's scripted model over HTTP on
 # 127.0.0.1 as the Anthropic Messages, OpenAI Chat Completions and OpenAI
-# Responses APIs, for black-box agents that cannot be told about faultlab.
+# Responses APIs and the Gemini API (servers/gemini.py), for black-box agents
+# that cannot be told about faultlab.
 # Each request it receives is ground truth: the gate records the history it
 # carried (normalised, with a digest) before anything is answered, and every
 # streamed chunk before it is sent, so a kill point can park a request or cut
@@ -30,9 +31,11 @@ from faultlab.lab.read.wire import (
     WireError,
     history_from_anthropic,
     history_from_chat,
+    history_from_gemini,
     history_from_responses,
 )
 from faultlab.lab.servers.gate import Gate
+from faultlab.lab.servers.gemini import gemini_route
 from faultlab.lab.servers.http import (
     MAX_HEAD,
     BadRequest,
@@ -64,6 +67,7 @@ _PARSERS: dict[Api, Callable[..., History]] = {  # (body, known, *, naming)
     "anthropic": history_from_anthropic,
     "chat": history_from_chat,
     "responses": history_from_responses,
+    "gemini": history_from_gemini,
 }
 _COUNT_TOKENS = "/v1/messages/count_tokens"
 _HOLD_POLL_S = 0.01  # how often a parked request looks whether the gate released it
@@ -116,7 +120,8 @@ class ModelServer:
             rest = rest if rest.startswith("/") else "/" + rest
             return Head(head.method, rest, head.path[len(self._prefix) :] or "/", head.headers)
         bearer = head.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        for given in (head.headers.get("x-api-key", ""), bearer):
+        for given in (head.headers.get("x-api-key", ""), bearer,
+                      head.headers.get("x-goog-api-key", "")):  # fmt: skip
             if given and hmac.compare_digest(given.encode(), self.secret.encode()):
                 return head
         return None
@@ -127,7 +132,8 @@ class ModelServer:
         peer = writer.get_extra_info("peername")
         self.gate.note(FOREIGN_REQUEST, method=head.method[:16], path=head.path[:200],
                        peer=list(peer) if isinstance(peer, tuple) else str(peer or "unix"))
-        api = API_PATHS.get(head.path.rstrip("/"))
+        api: Api | None = API_PATHS.get(head.path.rstrip("/")) or (
+            "gemini" if gemini_route(head.path.rstrip("/")) else None)
         await Exchange(writer, False).send(401, orjson.dumps(error_body(
             api, 401, "this model server answers only the faultlab case's own agent")))
 
@@ -240,7 +246,9 @@ class ModelServer:
                  "owned_by": "faultlab", "type": "model",
                  "display_name": "faultlab scripted model"}]})  # fmt: skip
             return
-        api = API_PATHS.get(path) or ("anthropic" if path == _COUNT_TOKENS else None)
+        gemini = gemini_route(path)  # Gemini names its model and method in the path
+        api: Api | None = API_PATHS.get(path) or (
+            "anthropic" if path == _COUNT_TOKENS else "gemini" if gemini else None)
         if api is None or request.method != "POST":
             await self._json(exchange, 404, error_body(api, 404,
                              f"no route {request.method} {request.path}"))  # fmt: skip
@@ -250,6 +258,11 @@ class ModelServer:
         except orjson.JSONDecodeError as error:
             await self._json(exchange, 400, error_body(api, 400, f"body is not JSON: {error}"))
             return
+        if gemini is not None and gemini.method == "countTokens":
+            await self._json(exchange, 200, {"totalTokens": max(1, len(request.body) // 4)})
+            return
+        if gemini is not None and isinstance(body, dict):
+            body = {**body, "model": gemini.model, "stream": gemini.stream}
         known = self.scenario.tool_names
         try:
             history = _PARSERS[api](body, known, naming=self.naming)

@@ -1,5 +1,6 @@
 # A scripted answer on each model API's wire: the SSE events of a streamed
-# Anthropic Messages, OpenAI Chat Completions or OpenAI Responses answer, or
+# Anthropic Messages, OpenAI Chat Completions or OpenAI Responses answer (and
+# Gemini's, servers/gemini.py), or
 # its one JSON body.  A stream is a list of pieces, each marked as a chunk
 # (one text delta, or one whole tool call) or as framing: the model server
 # reports each chunk to the gate before it sends it, so `model/chunk#k`
@@ -14,6 +15,7 @@ from typing import Any, Literal
 import orjson
 
 from faultlab.lab.read.naming import BUILT_IN_NAMING, ToolNaming
+from faultlab.lab.servers.gemini import gemini_error, render_gemini
 from faultlab.lab.servers.script import Answer
 
 __all__ = ["API_PATHS", "CALL_PREFIX", "Api", "Rendered", "declared_tools", "error_body", "render",
@@ -26,7 +28,8 @@ API_PATHS: dict[str, Api] = {
     "/v1/responses": "responses",
 }
 # Call ids in each API's own style.
-CALL_PREFIX: dict[Api, str] = {"anthropic": "toolu_", "chat": "call_", "responses": "call_"}
+CALL_PREFIX: dict[Api, str] = {"anthropic": "toolu_", "chat": "call_", "responses": "call_",
+                               "gemini": "call_"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,8 @@ def tool_names(api: Api, body: dict[str, Any], known: Collection[str],
 
 
 def error_body(api: Api | None, status: int, message: str) -> dict[str, Any]:
+    if api == "gemini":
+        return gemini_error(status, message)
     kind = "not_found_error" if status == 404 else "invalid_request_error"
     if api == "anthropic":
         return {"type": "error", "error": {"type": kind, "message": message}}
@@ -94,6 +99,10 @@ def render(api: Api, answer: Answer, body: dict[str, Any], *, request_id: str, s
              for cid, c in zip(call_ids, answer.calls, strict=True)]  # fmt: skip
     usage_in = max(1, len(orjson.dumps(body)) // 4)
     usage_out = max(1, len(answer.text) // 4 + 12 * len(calls))
+    if api == "gemini":
+        whole, pieces = render_gemini(answer, calls, model, request_id, stream,
+                                      (usage_in, usage_out))  # fmt: skip
+        return Rendered(whole, pieces)
     build = {"anthropic": _anthropic, "chat": _chat, "responses": _responses}[api]
     return build(answer, calls, model, request_id, stream, (usage_in, usage_out), body)
 

@@ -288,7 +288,8 @@ class ModelServer:
         stream = bool(body.get("stream"))
         record = self.gate.reach("model/request", api=api, path=request.target,
                                  history=history.to_json(), digest=digest, step=answer.step,
-                                 turn=answer.turn, branch=answer.branch, stream=stream)  # fmt: skip
+                                 turn=answer.turn, branch=answer.branch, stream=stream,
+                                 model=str(body.get("model") or "")[:200])  # fmt: skip
         n = int(record["n"])
         if record.get("hold"):
             await self._hold(exchange)

@@ -41,6 +41,7 @@ class GateRecord(TypedDict, total=False):
     turn: int
     branch: Any
     stream: bool
+    model: str  # the model name a request asked for
     request: int  # the n of the model/request a chunk or response belongs to
     index: int  # a chunk's position in its stream
     text: str  # a model response's text; a tool reply's text

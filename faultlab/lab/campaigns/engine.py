@@ -282,6 +282,7 @@ def explore(
         raise LabUsageError(f"max cases must be at least 1, not {max_cases!r}")
     drive = drive.for_jobs(jobs)
     wanted = drive.parse_faults(faults)
+    drive = drive.for_faults(wanted)
     context = PlanContext(jobs, plan_progress)
     parts: list[ExploreResult] = []
     for variant in drive.variants():
@@ -364,10 +365,11 @@ def run_single(drive: Drive, scenario: str | Path, occurrence: str, *,
     variant = drive.variant_for(fault)
     if occurrence == COVERAGE:
         named = () if fault.split("/")[0] == "reference" else variant.parse_faults([fault])
+        variant = variant.for_faults(named)
         reference = guarded_reference(variant.reference, path, load_scenario(scenario))
         case = Case(path, COVERAGE, variant.coverage_fault)
         return variant.coverage(case, reference, named)
-    variant.parse_faults([fault])
+    variant = variant.for_faults(variant.parse_faults([fault]))
     case = Case(path, variant.parse_occurrence(occurrence, fault), variant.case_fault(fault))
     reference = guarded_reference(variant.reference, path, load_scenario(scenario))
     if reference.returncode != 0:

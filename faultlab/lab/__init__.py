@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         workdir,
     )
     from faultlab.lab.campaigns.appexplore import app_matrix, by_mode
+    from faultlab.lab.campaigns.bisect import BisectResult, Lag, bisect_delays
     from faultlab.lab.campaigns.engine import explore, fuzz, run_case
     from faultlab.lab.campaigns.explore import (
         COVERAGE,
@@ -131,6 +132,7 @@ __all__ = [
     "MAX_TIMEOUT",
     "MIN_TIMEOUT",
     "SUPPORTED_FAULTS",
+    "BisectResult",
     "Case",
     "CaseResult",
     "CrashLab",
@@ -144,6 +146,7 @@ __all__ = [
     "Interrupted",
     "LabOptions",
     "LabUsageError",
+    "Lag",
     "LogEvent",
     "LogView",
     "MergeResult",
@@ -164,6 +167,7 @@ __all__ = [
     "ZooVariant",
     "adapter_template",
     "app_matrix",
+    "bisect_delays",
     "bundled_adapters",
     "bundled_scenarios",
     "by_mode",
@@ -321,6 +325,9 @@ _ON_USE = {
     "app_matrix": "faultlab.lab.campaigns.appexplore",
     "by_mode": "faultlab.lab.campaigns.appexplore",
     "explore": "faultlab.lab.campaigns.engine",
+    "BisectResult": "faultlab.lab.campaigns.bisect",
+    "Lag": "faultlab.lab.campaigns.bisect",
+    "bisect_delays": "faultlab.lab.campaigns.bisect",
     "fuzz": "faultlab.lab.campaigns.engine",
     "run_case": "faultlab.lab.campaigns.engine",
     "DRIVE_NAMES": "faultlab.lab.drives",

@@ -13,7 +13,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +62,16 @@ def scenario_file_name(scenario: Scenario, text: str) -> str:
 
 
 class DryRuns:
-    """Fault-free runs of scenario objects on one target, cached by content."""
+    """Fault-free runs of scenario objects on one target, cached by content
+    (and by whether the run was traced: `reference(..., traced=True)` for a
+    case judged on its system calls, in a folder of its own)."""
 
     def __init__(self, options: LabOptions, *, capacity: int = 256) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, not {capacity}")
         self.options = options
         self._capacity = capacity
-        self._cache: OrderedDict[str, Reference] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, bool], Reference] = OrderedDict()
         self._lock = threading.Lock()
         self._running: dict[str, threading.Lock] = {}  # one dry run per file at a time
         self.runs = 0  # fault-free runs actually made (cache misses)
@@ -86,21 +88,26 @@ class DryRuns:
             temp.replace(path)
         return path
 
-    def reference(self, scenario: Scenario) -> Reference:
-        """The fault-free run of `scenario` (cached)."""
+    def reference(self, scenario: Scenario, *, traced: bool = False) -> Reference:
+        """The fault-free run of `scenario` (cached); `traced`: one whose
+        system calls were recorded (where the options trace at all)."""
         path = str(self.write(scenario).resolve())
+        key = (path, traced or self.options.trace)
         with self._lock:
             running = self._running.setdefault(path, threading.Lock())
         with running:  # another thread's run of the same file: wait for it
             with self._lock:
-                cached = self._cache.get(path)
+                cached = self._cache.get(key)
                 if cached is not None:
-                    self._cache.move_to_end(path)
+                    self._cache.move_to_end(key)
                     return cached
-            reference = run_reference(path, scenario, self.options)
+            options = self.options
+            if key[1] and not options.trace:  # traced on demand, in its own folder
+                options = replace(options, workdir=options.workdir / "traced", trace=True)
+            reference = run_reference(path, scenario, options)
             with self._lock:
                 self.runs += 1
-                self._cache[path] = reference
+                self._cache[key] = reference
                 while len(self._cache) > self._capacity:
                     self._cache.popitem(last=False)
         return reference
@@ -131,6 +138,7 @@ def default_dry_runs(
         if runs is None:
             work = Path(tempfile.mkdtemp(prefix="faultlab-dry-"))
             atexit.register(shutil.rmtree, work, True)
-            runs = DryRuns(LabOptions(made, work, timeout, spawn))
+            # untraced: cases_on asks for a traced run where a case needs one
+            runs = DryRuns(LabOptions(made, work, timeout, spawn, trace=False))
             _DEFAULTS[key] = runs
         return runs

@@ -291,7 +291,7 @@ def run_selftest(
                               variant.fuzz_examples, variant.timeout, where, jobs))  # fmt: skip
         add(_reference_row(chosen, quick=quick, jobs=jobs, workdir=workdir / "reference",
                            spawn=spawn, timeout=timeout))  # fmt: skip
-        for runtime in zoo.foreign:  # correct runtimes in other languages, same cases
+        for runtime in (r for r in zoo.foreign if r.quick or not quick):  # other languages
             add(foreign_row(runtime, chosen, stage="quick" if quick else "explore",
                             timeout=timeout, workdir=workdir / "foreign" / runtime.name,
                             parallel=partial(_in_parallel, jobs=jobs)))  # fmt: skip

@@ -36,6 +36,7 @@ from typing import Any, cast
 from hypothesis import strategies as st
 
 from faultlab.lab.campaigns.dryrun import DryRuns, GeneratedCase, applicable_cases
+from faultlab.lab.faults.table import CLASSIC_FAULTS
 from faultlab.scenario import (
     Branch,
     Effect,
@@ -292,6 +293,11 @@ def cases_on(
         scenario = draw(scenarios)
         reference = runs.reference(scenario)
         case = draw(st.sampled_from(applicable_cases(reference, faults)))
+        if case.fault in CLASSIC_FAULTS and CLASSIC_FAULTS[case.fault].needs_trace:
+            # judged on the fault-free run's system calls: that run traced
+            # (the draws above are the same either way: a JSONL target's
+            # cases do not depend on the trace)
+            reference = runs.reference(scenario, traced=True)
         return GeneratedCase(scenario, case, reference)
 
     return generated()

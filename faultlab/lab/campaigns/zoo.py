@@ -80,6 +80,7 @@ class ForeignRuntime:
     script: Path
     args: tuple[str, ...] = ()
     backends: tuple[str, ...] = ("jsonl",)  # the variants' backends it can run
+    quick: bool = True  # also in `selftest --quick` (False: the full selftest only)
 
     @property
     def command(self) -> tuple[str, ...]:
@@ -279,7 +280,8 @@ def _foreign(path: Path, index: int, table: Any) -> ForeignRuntime:
         raise LabUsageError(f"{path}: foreign {index}: must be a table")
     name = table.get("name")
     where = f"foreign {name if isinstance(name, str) else index}"
-    fields = _Fields(path, where, table, {"name", "interpreter", "script", "args", "backends"})
+    fields = _Fields(path, where, table,
+                     {"name", "interpreter", "script", "args", "backends", "quick"})  # fmt: skip
     script = (path.parent / fields.text("script")).resolve()
     if not script.is_file():
         fields.fail("script", f"{script} does not exist")
@@ -290,8 +292,11 @@ def _foreign(path: Path, index: int, table: Any) -> ForeignRuntime:
     for backend in backends:
         if backend not in BACKENDS:
             fields.fail("backends", f"unknown backend {backend!r} ({', '.join(BACKENDS)})")
+    quick = table.get("quick", True)
+    if not isinstance(quick, bool):
+        fields.fail("quick", f"must be true or false, not {quick!r}")
     return ForeignRuntime(fields.text("name"), fields.text("interpreter"), script, tuple(args),
-                          tuple(backends))  # fmt: skip
+                          tuple(backends), quick)  # fmt: skip
 
 
 def load_zoo(path: Path) -> Zoo:

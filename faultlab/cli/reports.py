@@ -28,8 +28,8 @@ __all__ = ["inspect", "report"]
 )
 @click.option(
     "--reader", metavar="NAME",
-    help="The log is an agent's own session log: claude-code, codex, openai-agents-sqlite or "
-    "deepseek-harness (docs/agents.md).",
+    help="The log is an agent's own session log: claude-code, codex, openai-agents-sqlite, "
+    "deepseek-harness, or a reader of your own as module:function (docs/agents.md).",
 )  # fmt: skip
 @opt.json
 @guarded

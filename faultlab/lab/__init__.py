@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from faultlab.lab.agents import bundled_adapters, find_adapter, list_agents
     from faultlab.lab.agents import install as install_agent
+    from faultlab.lab.agents.scaffold import adapter_template
+    from faultlab.lab.blackbox.check import check_agent
     from faultlab.lab.campaigns.api import (
         DRIVES,
         SUPPORTED_FAULTS,
@@ -163,11 +165,13 @@ __all__ = [
     "Violation",
     "Zoo",
     "ZooVariant",
+    "adapter_template",
     "app_matrix",
     "bisect_delays",
     "bundled_adapters",
     "bundled_scenarios",
     "by_mode",
+    "check_agent",
     "check_coverage",
     "check_drive",
     "check_jobs",
@@ -234,6 +238,8 @@ __all__ = [
 # only, and the fuzzer (Hypothesis) only when fuzzing.
 _ON_USE = {
     "find_adapter": "faultlab.lab.agents",
+    "adapter_template": "faultlab.lab.agents.scaffold",
+    "check_agent": "faultlab.lab.blackbox.check",
     "bundled_adapters": "faultlab.lab.agents",
     "list_agents": "faultlab.lab.agents",
     "Style": "faultlab.lab.report.console",

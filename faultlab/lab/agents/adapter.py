@@ -19,6 +19,8 @@ from typing import Any, Literal
 import orjson
 
 from faultlab.lab.errors import LabUsageError
+from faultlab.lab.read.naming import DEFAULT_MCP_SERVER, check_tool_pattern
+from faultlab.lab.read.userreaders import is_user_reader
 from faultlab.userfiles import (
     MAX_SCENARIO_BYTES,
     TARGET_FILE_REFUSED,
@@ -47,28 +49,30 @@ __all__ = [
     "write_files",
 ]
 
-Api = Literal["anthropic", "chat", "responses"]
+Api = Literal["anthropic", "chat", "responses", "gemini"]
 InstallKind = Literal["npm", "pip", "builtin"]
-API_KINDS: tuple[Api, ...] = ("anthropic", "chat", "responses")
+API_KINDS: tuple[Api, ...] = ("anthropic", "chat", "responses", "gemini")
 INSTALL_KINDS: tuple[InstallKind, ...] = ("npm", "pip", "builtin")
 # The session-log readers faultlab.lab.read.agentlogs has (`faultlab-log`:
 # faultlab's own log format, read by faultlab.lab.read.jsonl).
 READERS = ("claude-code", "codex", "openai-agents-sqlite", "deepseek-harness", "faultlab-log")
 BUNDLED_DIR = Path(__file__).resolve().parent / "bundled"
 APPS_DIR = Path(__file__).resolve().parent / "apps"
-MCP_SERVER_NAME = "faultlab"  # the MCP server's name in every config: tools are mcp__faultlab__X
+# The MCP server's name in every config (Claude Code's tools: mcp__faultlab__X).
+MCP_SERVER_NAME = DEFAULT_MCP_SERVER
 
 # Per-case template variables; each also has a `_json` form (its JSON
 # encoding, quotes included), and `{mcp_args}` as a whole argv element
 # splices the list.  `binary`, `install`, `apps` come from the installation.
 CASE_VARIABLES = frozenset({"model_url", "model_key", "model", "mcp_command", "mcp_args",
+                            "mcp_argv",
                             "mcp_config", "mcp_server", "home", "workdir", "session_id",
                             "prompt", "python", "binary", "install", "apps"})  # fmt: skip
 # Only for `install.binary`: which platform package holds the native binary.
 INSTALL_VARIABLES = frozenset({"npm_platform", "rust_triple"})
 _VAR = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TOP = {"name", "version", "description", "api", "model", "cwd", "first", "resume", "install",
-        "env", "files", "session"}  # fmt: skip
+        "env", "files", "session", "tool_name"}  # fmt: skip
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
@@ -95,10 +99,12 @@ class FileSpec:
 @dataclass(frozen=True, slots=True)
 class SessionSpec:
     """Where the agent's own session log lands (a templated glob) and which
-    reader of faultlab.lab.read.agentlogs understands it."""
+    reader understands it: a bundled one of faultlab.lab.read.agentlogs, a
+    user's `module:function` (read/userreaders.py), or None (the files are
+    copied into the report, not read)."""
 
     glob: str
-    reader: str
+    reader: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +122,9 @@ class Adapter:
     env: tuple[tuple[str, str], ...] = ()
     files: tuple[FileSpec, ...] = ()
     source: str = "<string>"
+    # How the agent names faultlab's MCP tools on the model wire, e.g.
+    # "{mcp_server}_{tool}" (read/naming.py); none: the built-in rule.
+    tool_name: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +153,7 @@ class Launch:
     cwd: Path
     files: tuple[tuple[Path, str], ...]
     session_glob: str
-    reader: str
+    reader: str | None
     mcp_config: Path
     # The case's folders (home, workdir): no file is written outside them.
     roots: tuple[Path, ...] = ()
@@ -235,13 +244,27 @@ def parse_adapter(text: str, *, source: str = "<string>") -> Adapter:
         for item in argv:
             c.templates(item, key, None, CASE_VARIABLES)
     session = _session(c, data.get("session"))
+    tool_name = _tool_name(c, data.get("tool_name", []))
     cwd = c.string(data, "cwd", default="{workdir}")
     c.templates(cwd, "cwd", None, CASE_VARIABLES)
     return Adapter(name=name, version=version, api=api,
                    install=install, first=first, resume=resume, session=session,
                    description=str(data.get("description", "")),
                    model=c.string(data, "model", default="faultlab-model"), cwd=cwd,
-                   env=tuple(env.items()), files=files, source=source)  # fmt: skip
+                   env=tuple(env.items()), files=files, source=source,
+                   tool_name=tool_name)  # fmt: skip
+
+
+def _tool_name(c: _Checker, value: Any) -> tuple[str, ...]:
+    patterns = [value] if isinstance(value, str) else value
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise c.fail("tool_name", "must be a pattern such as \"{mcp_server}_{tool}\" or a list "
+                     "of them")  # fmt: skip
+    for pattern in patterns:
+        problem = check_tool_pattern(pattern)
+        if problem is not None:
+            raise c.fail("tool_name", f"{pattern!r}: {problem}")
+    return tuple(patterns)
 
 
 def _install(c: _Checker, table: Any, version: str) -> InstallSpec:
@@ -296,10 +319,15 @@ def _session(c: _Checker, table: Any) -> SessionSpec:
         raise c.fail("session", "missing: a [session] table (glob, reader) is required")
     glob = c.string(table, "glob", "session")
     c.templates(glob, "glob", "session", CASE_VARIABLES)
+    for key in table:
+        if key not in ("glob", "reader"):
+            raise c.fail(key, "unknown field (known: glob, reader)", "session")
+    if "reader" not in table:
+        return SessionSpec(glob, None)  # copied into the report, not read
     reader = c.string(table, "reader", "session")
-    if reader not in READERS:
-        raise c.fail("reader", f"must be one of {', '.join(READERS)}, not {reader!r}",
-                     "session")  # fmt: skip
+    if reader not in READERS and not is_user_reader(reader):
+        raise c.fail("reader", f"must be one of {', '.join(READERS)} or a reader of your own "
+                     f"as module:function, not {reader!r}", "session")  # fmt: skip
     return SessionSpec(glob, reader)
 
 
@@ -364,7 +392,8 @@ def render(adapter: Adapter, case: CaseVars, *, resume: bool,
     values: dict[str, str | tuple[str, ...]] = {
         "model_url": case.model_url, "model_key": case.model_key, "model": adapter.model,
         "mcp_command": case.mcp_command,
-        "mcp_args": case.mcp_args, "mcp_config": str(mcp_config), "mcp_server": MCP_SERVER_NAME,
+        "mcp_args": case.mcp_args, "mcp_argv": (case.mcp_command, *case.mcp_args),
+        "mcp_config": str(mcp_config), "mcp_server": MCP_SERVER_NAME,
         "home": str(case.home), "workdir": str(case.workdir), "session_id": case.session_id,
         "prompt": case.prompt, "python": case.python, "apps": str(APPS_DIR),
         "install": str(install_dir or ""),
@@ -378,8 +407,8 @@ def render(adapter: Adapter, case: CaseVars, *, resume: bool,
         values["binary"] = str(binary)
     argv: list[str] = []
     for item in adapter.resume if resume else adapter.first:
-        if item == "{mcp_args}":
-            argv.extend(case.mcp_args)
+        if item in ("{mcp_args}", "{mcp_argv}"):  # a list as a whole element: spliced
+            argv.extend(values[item[1:-1]])
         else:
             argv.append(_fill(item, values))
     mcp_json = orjson.dumps({"mcpServers": {MCP_SERVER_NAME: {

@@ -10,9 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from faultlab.lab.agents.adapter import Adapter, CaseVars, find_adapter, render, write_files
+from faultlab.lab.agents.adapter import (
+    MCP_SERVER_NAME,
+    Adapter,
+    CaseVars,
+    find_adapter,
+    render,
+    write_files,
+)
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.agentlogs import read_agent_log
+from faultlab.lab.read.naming import ToolNaming
 
 __all__ = [
     "AdapterAgent",
@@ -67,6 +75,11 @@ class AgentLauncher(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def tool_naming(self) -> ToolNaming:
+        """How the agent names faultlab's MCP tools on the model wire."""
+        ...
+
     def prepare(self, wiring: CaseWiring) -> CaseAgent: ...
 
 
@@ -82,6 +95,10 @@ class AdapterAgent:
     @property
     def name(self) -> str:
         return self.adapter.name
+
+    @property
+    def tool_naming(self) -> ToolNaming:
+        return ToolNaming(self.adapter.tool_name, MCP_SERVER_NAME)
 
     def prepare(self, wiring: CaseWiring) -> CaseAgent:
         return _PreparedAdapter(self, wiring)
@@ -114,11 +131,13 @@ class _PreparedAdapter:
         return self._command(prompt, resume=True)
 
     def read_session(self, path: Path) -> list[dict[str, Any]] | None:
-        reader = self._agent.adapter.session.reader
-        if reader == "faultlab-log":
-            return None  # faultlab's own format: `faultlab inspect` reads it
+        adapter = self._agent.adapter
+        reader = adapter.session.reader
+        if reader is None or reader == "faultlab-log":
+            return None  # no reader, or faultlab's own format (`faultlab inspect` reads it)
+        near = Path(adapter.source).parent if adapter.source != "<string>" else None
         try:
-            return read_agent_log(reader, path).history.to_json()
+            return read_agent_log(reader, path, near=near).history.to_json()
         except (LabUsageError, ValueError):
             return None
 

@@ -18,24 +18,26 @@ from pathlib import Path
 from typing import Any
 
 from faultlab.lab.agents.launch import AgentLauncher, CaseAgent, CaseWiring
+from faultlab.lab.blackbox.sessions import copy_session_files
 from faultlab.lab.errors import LabUsageError, check_timeout
 from faultlab.lab.oracle.blackbox import BlackboxObservation, check_blackbox
 from faultlab.lab.oracle.case import Case, CaseResult, Verdict
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.verdicts import drifted, hang, hung
-from faultlab.lab.process.reference import Reference, read_ledger, slug
+from faultlab.lab.process.reference import BAD_REPORT, Reference, read_ledger, slug
 from faultlab.lab.process.tree import ContainedProcess
 from faultlab.lab.read.view import LogView
 from faultlab.lab.servers.points import DEFAULT_DELAYS_MS, KillPoint, parse_kill_point
 from faultlab.lab.servers.records import GateRecord, as_trace
 from faultlab.lab.servers.rig import POLL, ServerRig
 from faultlab.scenario import Scenario
-from faultlab.userfiles import copy_target
+from faultlab.userfiles import TargetFileError
 
 __all__ = [
     "AgentKill",
     "BlackboxOptions",
     "plan_kill_points",
+    "reference_dir",
     "run_blackbox_case",
     "run_blackbox_reference",
 ]
@@ -103,7 +105,8 @@ class _CaseRig(ServerRig):
 
     def __init__(self, scenario_path: str, scenario: Scenario, options: BlackboxOptions,
                  where: Path, armed: KillPoint | None) -> None:  # fmt: skip
-        super().__init__(where, armed, timeout=options.timeout, model=scenario)
+        super().__init__(where, armed, timeout=options.timeout, model=scenario,
+                         naming=options.agent.tool_naming)  # fmt: skip
         self.scenario, self.options = scenario, options
         wiring = CaseWiring(where / "agent", self.model_url, self.tool_server(scenario_path),
                             str(uuid.uuid5(uuid.NAMESPACE_URL, str(where))),
@@ -167,22 +170,11 @@ class _CaseRig(ServerRig):
 
     def copy_session(self, name: str) -> dict[str, str]:
         """The agent's session files as they are now, beside the case's
-        records (a report keeps a failure's top-level files), and what the
-        adapter's reader makes of each (`NAME-N-FILE.history.json`)."""
-        copies: dict[str, str] = {}
-        for index, path in enumerate(self.agent.session_files()):
-            copy = self.where / f"{name}-{index}-{path.name}"
-            # Bounded, a regular file only, never through a link: a FIFO, a
-            # link to /dev/zero or a huge file is a TargetFileError (the
-            # engine makes the case an error with its code).
-            if not copy_target(path, copy, what="agent session file"):
-                continue
-            copies[f"{name}:{path.name}"] = str(copy)
-            history = self.agent.read_session(copy)
-            if history is not None:
-                shown = self.write_json(copy.name + ".history.json", history)
-                copies[f"{name}:{path.name}:history"] = str(shown)
-        return copies
+        records (a report keeps a failure's top-level files), with their
+        SQLite sidecars, and what the adapter's reader makes of each
+        (`NAME-N-FILE.history.json`): blackbox/sessions.py."""
+        return copy_session_files(self.agent.session_files(), self.where, name,
+                                  self.agent.read_session, self.write_json)  # fmt: skip
 
 
 def _answer(records: Sequence[GateRecord], run: int) -> str:
@@ -204,7 +196,7 @@ def run_blackbox_reference(scenario_path: str, scenario: Scenario,
                            options: BlackboxOptions) -> Reference:  # fmt: skip
     """The fault-free run: every turn to its end.  Its trace is the gate's
     records, so its occurrences are the kill points of the cases."""
-    where = options.workdir / "blackbox-reference" / slug(Path(scenario_path).name)
+    where = reference_dir(options, scenario_path)
     rig = _CaseRig(scenario_path, scenario, options, where, None)
     outcome = _Outcome([])
     try:
@@ -214,6 +206,13 @@ def run_blackbox_reference(scenario_path: str, scenario: Scenario,
                 break
     finally:
         rig.close()
+    refused: tuple[str, str] | None = None
+    try:
+        # The coverage case keeps this folder: the agent's session files
+        # beside its requests (records.jsonl) and its stdout/stderr.
+        rig.copy_session("final")
+    except TargetFileError as error:  # a FIFO, a link, a huge file: every case an error
+        refused = (error.code, str(error))
     records = rig.gate.snapshot()
     failed = next((r for r in outcome.runs if r.status != 0), None)
     stderr = ""
@@ -223,13 +222,22 @@ def run_blackbox_reference(scenario_path: str, scenario: Scenario,
         # Agents in print mode report their own errors on stdout (JSON lines).
         stderr = (outcome.hung or "") + (rig.tail(f"{name}.stderr")
                                          or rig.tail(f"{name}.stdout", 1500))  # fmt: skip
+    if rig.tool_note():
+        # Said last: what a failed fault-free run shows first (its last line).
+        stderr = f"{stderr.rstrip()}\n{rig.tool_note()}".lstrip()
     return Reference(
         scenario=scenario, scenario_path=scenario_path, trace=as_trace(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),
-        returncode=_returncode(failed, outcome), log_bytes=b"", stderr=stderr,
+        returncode=BAD_REPORT if refused else _returncode(failed, outcome), log_bytes=b"",
+        stderr=stderr,
         hung=outcome.hung is not None,
-        ground_truth="servers",
+        ground_truth="servers", refused=refused,
     )  # fmt: skip
+
+
+def reference_dir(options: BlackboxOptions, scenario_path: str) -> Path:
+    """The folder of a scenario's fault-free run (kept by its coverage case)."""
+    return options.workdir / "blackbox-reference" / slug(Path(scenario_path).name)
 
 
 def _returncode(failed: _Run | None, outcome: _Outcome) -> int:
@@ -291,8 +299,9 @@ def run_blackbox_case(case: Case, reference: Reference, options: BlackboxOptions
         rig.close()
     artifacts.update(outcome.at_kill)
     artifacts.update(rig.copy_session("final"))
+    detail = "; ".join(n for n in (rig.foreign_note(), rig.tool_note()) if n)
     return CaseResult(case, verdict, tuple(violations), time.monotonic() - started,
-                      rig.foreign_note(), artifacts)  # fmt: skip
+                      detail, artifacts)  # fmt: skip
 
 
 def _hang(outcome: _Outcome) -> str | None:

@@ -5,12 +5,13 @@
 # faults of its table (faultlab/lab/blackbox/faults.py).
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from faultlab.lab.blackbox.drive import BlackboxOptions, run_blackbox_reference
+from faultlab.lab.blackbox.drive import BlackboxOptions, reference_dir, run_blackbox_reference
 from faultlab.lab.blackbox.faults import BLACKBOX_FAULTS, agent_fault
 from faultlab.lab.drives.protocol import PlanContext, SingleDrive, coverage_result
 from faultlab.lab.errors import LabUsageError
@@ -19,6 +20,8 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.process.live import kill_all
 from faultlab.lab.process.reference import Reference
 from faultlab.lab.servers.points import parse_kill_point
+from faultlab.lab.servers.records import GateRecord
+from faultlab.lab.servers.rig import tool_note
 from faultlab.scenario import Scenario
 
 __all__ = ["AgentDrive"]
@@ -50,11 +53,20 @@ class AgentDrive(SingleDrive):
         # The scenario's declared `boundaries` name probe boundaries, which a
         # black box never reports; a script whose steps call tools must have
         # reached the MCP tool server.
-        return coverage_result(
+        result = coverage_result(
             case, reference, declared=False, tool_boundary="tool/received#1",
             seen="the agent never called the MCP tool server in its fault-free run (does it "
             "see the tools? the adapter's MCP config, allowed tools)",
         )  # fmt: skip
+        # The scripted model calling a tool the agent had not offered is said
+        # even when the run passed (the agent may have coped by luck).
+        note = tool_note(cast("list[GateRecord]", list(reference.trace)))
+        # Its folder is the fault-free run's: the requests (records.jsonl),
+        # the agent's stdout/stderr per run, its session files (final-*).
+        where = reference_dir(self.options, reference.scenario_path)
+        artifacts = {"dir": str(where), "records": str(where / "records.jsonl")}
+        return dataclasses.replace(result, artifacts={**artifacts, **result.artifacts},
+                                   detail="; ".join(d for d in (result.detail, note) if d))
 
     def run(self, case: Case, reference: Reference) -> CaseResult:
         return agent_fault(case.fault).run(case, reference, self.options)

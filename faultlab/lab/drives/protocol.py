@@ -24,6 +24,7 @@ __all__ = [
     "SingleDrive",
     "calls_tools",
     "coverage_result",
+    "output_tail",
     "reference_failed",
 ]
 
@@ -146,13 +147,22 @@ def reference_failed(case: Case, reference: Reference) -> CaseResult:
     if reference.hung:
         verdict, violations = hung(f"the fault-free run {reference.stderr}")
         return CaseResult(case, verdict, tuple(violations))
-    detail = reference.stderr.strip().splitlines()[-1:] or ["no output"]
     violation = Violation(
         "REFERENCE_FAILED",
-        f"the fault-free run exited with status {reference.returncode}: {detail[0]}",
+        f"the fault-free run exited with status {reference.returncode}: "
+        f"{output_tail(reference.stderr)}",
         {"status": reference.returncode},
     )
     return CaseResult(case, "error", (violation,))
+
+
+def output_tail(text: str, *, lines: int = 12, limit: int = 1500) -> str:
+    """The last `lines` non-empty lines of a run's output as one line (joined
+    by ' | ', at most `limit` characters, cut at the front): an agent's
+    error is often a JSON object whose last line alone is `}`."""
+    kept = [line.strip() for line in text.strip().splitlines() if line.strip()][-lines:]
+    joined = " | ".join(kept) or "no output"
+    return joined if len(joined) <= limit else "..." + joined[-limit:]
 
 
 def calls_tools(scenario: Scenario) -> bool:

@@ -101,7 +101,7 @@ def check_blackbox(obs: BlackboxObservation) -> list[Violation]:
     found += _requests_kept(crash_requests, first)
     found += _settled(obs.completed, first)
     found += _intent_and_classes(obs, crash_requests, first)
-    found += _valid(resumed)
+    found += _valid(resumed, _reissued(obs.crash + obs.resume))
     return found
 
 
@@ -211,10 +211,21 @@ def _intent_and_classes(
     return found
 
 
-def _valid(resumed: Sequence[History]) -> list[Violation]:
-    """G7: every request the resumed agent sent obeys the pairing rules."""
+def _reissued(records: Iterable[GateRecord]) -> frozenset[str]:
+    """Call ids the model server handed out in more than one answer: an
+    agent that holds one twice repeats the server, so that reuse is not the
+    agent's (the server gives every answer fresh ids; this keeps a lapse of
+    faultlab's own from becoming a false PROVIDER_INVALID_HISTORY)."""
+    given = Counter(str(call.get("id")) for r in records if r.get("fact") == "model/response"
+                    for call in r.get("calls") or () if isinstance(call, dict))  # fmt: skip
+    return frozenset(cid for cid, count in given.items() if count > 1)
+
+
+def _valid(resumed: Sequence[History], reissued: frozenset[str]) -> list[Violation]:
+    """G7: every request the resumed agent sent obeys the pairing rules (a
+    call id it holds twice counts only if the server handed it out once)."""
     for n, history in enumerate(resumed, start=1):
-        problems = pairing_problems(history)
+        problems = pairing_problems(history, reissued=reissued)
         if problems:
             return [Violation(
                 "PROVIDER_INVALID_HISTORY",

@@ -17,6 +17,7 @@ import orjson
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.histories import History
+from faultlab.lab.read.userreaders import is_user_reader, user_history
 from faultlab.lab.read.wire import WireError, history_from_anthropic, history_from_responses
 from faultlab.userfiles import MAX_LOG_BYTES, UserFileError, read_bytes
 
@@ -177,15 +178,19 @@ AGENT_READERS: dict[str, Callable[[Path], AgentLog]] = {
 }
 
 
-def read_agent_log(reader: str, path: str | Path) -> AgentLog:
-    """Read one session log with the named reader (an adapter's `session.reader`)."""
+def read_agent_log(reader: str, path: str | Path, *, near: Path | None = None) -> AgentLog:
+    """Read one session log with the named reader (an adapter's `session.reader`:
+    a bundled reader's name, or a user's `module:function`, looked for in
+    `near`, the adapter's folder, first)."""
     if reader == "faultlab-log":
         raise LabUsageError("faultlab's own log format is read by faultlab.lab.read.jsonl "
                             "(read_log_file), not by an agent-log reader")  # fmt: skip
-    if reader not in AGENT_READERS:
-        raise LabUsageError(f"unknown session reader {reader!r} "
-                            f"(known: {', '.join(sorted(AGENT_READERS))})")  # fmt: skip
     where = Path(path)
+    if is_user_reader(reader):  # a user's own `module:function` (read/userreaders.py)
+        return AgentLog(str(where), user_history(reader, where, near=near))
+    if reader not in AGENT_READERS:
+        raise LabUsageError(f"unknown session reader {reader!r} (known: "
+                            f"{', '.join(sorted(AGENT_READERS))}, or module:function)")  # fmt: skip
     try:
         return AGENT_READERS[reader](where)
     except OSError as exc:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -120,10 +120,15 @@ def classify_result(result: Message | None) -> ResultClass | None:
     return "error" if result.is_error else "success"
 
 
-def pairing_problems(history: History) -> list[str]:
+def pairing_problems(history: History, *, reissued: Collection[str] = ()) -> list[str]:
     """What a model API rejects: a tool call not answered before the next
     assistant or user message, a call id answered twice or used twice, a
-    result answering no call.  Empty when the history is valid."""
+    result answering no call.  Empty when the history is valid.
+
+    `reissued`: call ids the model server itself handed out in more than one
+    answer.  An agent that keeps such an id twice only repeats what it was
+    given: that reuse is the server's doing, not a problem of the history
+    (faultlab's server hands out fresh ids, so this guards its own bugs)."""
     problems: list[str] = []
     seen: set[str] = set()
     open_calls: list[str] = []
@@ -145,7 +150,9 @@ def pairing_problems(history: History) -> list[str]:
                             "left unanswered before it")  # fmt: skip
             open_calls = []
         for call in m.calls:
-            if call.id in seen:
+            if call.id in seen and call.id in reissued:
+                answered.discard(call.id)  # a new call under the server's old id: answer it anew
+            elif call.id in seen:
                 problems.append(f"message {index}: call id {call.id} used twice")
             seen.add(call.id)
             open_calls.append(call.id)

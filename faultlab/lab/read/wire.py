@@ -1,6 +1,7 @@
 # Model API request bodies -> `History`: the conversation an Anthropic
-# Messages, OpenAI Chat Completions or OpenAI Responses request carried, in
-# the one shape the black-box oracle compares (read/histories.py).  It lives
+# Messages, OpenAI Chat Completions, OpenAI Responses or Gemini generateContent
+# request carried, in the one shape the black-box oracle compares
+# (read/histories.py).  It lives
 # in the read room so the agents' session-log readers, which store the same
 # wire shapes, can reuse it; the model server (servers/) is its first user.
 #
@@ -9,7 +10,8 @@
 # message and function_call items, are merged); tool results become `tool`
 # messages before the user text that shares their message; tool names are
 # reduced to the scenario's bare name (`mcp__faultlab__deploy`, or `deploy`
-# in namespace `mcp__faultlab__`, become `deploy`).
+# in namespace `mcp__faultlab__`, become `deploy`; an adapter's `tool_name`
+# patterns, read/naming.py, name the rest, e.g. opencode's `faultlab_deploy`).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
@@ -18,36 +20,20 @@ from typing import Any
 import orjson
 
 from faultlab.lab.read.histories import Call, History, Message
+from faultlab.lab.read.naming import BUILT_IN_NAMING, ToolNaming, bare_tool_name
 
 __all__ = [
     "WireError",
     "bare_tool_name",
     "history_from_anthropic",
     "history_from_chat",
+    "history_from_gemini",
     "history_from_responses",
 ]
 
 
 class WireError(ValueError):
     """A request body does not have its API's shape; the message says where."""
-
-
-def bare_tool_name(name: str, namespace: str | None = None, known: Collection[str] = ()) -> str:
-    """The scenario's name for a tool as the agent named it on the wire: a
-    namespace or `mcp__server__` prefix removed.  With `known` names, the first
-    candidate that is one of them wins; otherwise the shortest candidate."""
-    candidates = [name]
-    if namespace:
-        joined = namespace if namespace.endswith("__") else namespace + "__"
-        candidates.append(name.removeprefix(joined).removeprefix(namespace))
-    if name.startswith("mcp__") and name.count("__") >= 2:
-        candidates.append(name.split("__", 2)[2])
-    if "__" in name:
-        candidates.append(name.rsplit("__", 1)[1])
-    for candidate in candidates:
-        if candidate in known:
-            return candidate
-    return min((c for c in candidates if c), key=len, default=name)
 
 
 def _arguments(raw: Any, where: str) -> dict[str, Any]:
@@ -117,7 +103,8 @@ class _Builder:
         return History(tuple(self.messages))
 
 
-def history_from_anthropic(body: Any, known: Collection[str] = ()) -> History:
+def history_from_anthropic(body: Any, known: Collection[str] = (), *,
+                           naming: ToolNaming = BUILT_IN_NAMING) -> History:  # fmt: skip
     """`messages` of an Anthropic Messages request (`system` is not a message)."""
     out = _Builder()
     for index, message in enumerate(_items(body, "messages")):
@@ -137,7 +124,7 @@ def history_from_anthropic(body: Any, known: Collection[str] = ()) -> History:
                     texts.append(str(block.get("text") or ""))
                 elif block.get("type") == "tool_use":
                     calls.append(Call(str(block.get("id")),
-                                      bare_tool_name(str(block.get("name")), known=known),
+                                      naming.bare(str(block.get("name")), known=known),
                                       _arguments(block.get("input"), where)))  # fmt: skip
             out.assistant("".join(texts), calls)
         elif role == "user":
@@ -161,7 +148,8 @@ def history_from_anthropic(body: Any, known: Collection[str] = ()) -> History:
     return out.history()
 
 
-def history_from_chat(body: Any, known: Collection[str] = ()) -> History:
+def history_from_chat(body: Any, known: Collection[str] = (), *,
+                      naming: ToolNaming = BUILT_IN_NAMING) -> History:  # fmt: skip
     """`messages` of an OpenAI Chat Completions request (system and developer
     messages left out)."""
     out = _Builder()
@@ -182,7 +170,7 @@ def history_from_chat(body: Any, known: Collection[str] = ()) -> History:
                     raise WireError(f"{where}: a tool call must be an object")
                 function = call.get("function") or {}
                 calls.append(Call(str(call.get("id")),
-                                  bare_tool_name(str(function.get("name")), known=known),
+                                  naming.bare(str(function.get("name")), known=known),
                                   _arguments(function.get("arguments"), where)))  # fmt: skip
             out.assistant(text, calls)
         elif role == "tool":
@@ -192,7 +180,8 @@ def history_from_chat(body: Any, known: Collection[str] = ()) -> History:
     return out.history()
 
 
-def history_from_responses(body: Any, known: Collection[str] = ()) -> History:
+def history_from_responses(body: Any, known: Collection[str] = (), *,
+                           naming: ToolNaming = BUILT_IN_NAMING) -> History:  # fmt: skip
     """`input` of an OpenAI Responses request: message, function_call (with
     Codex's `namespace`) and function_call_output items; reasoning and other
     item types are left out, as is `instructions`."""
@@ -212,11 +201,80 @@ def history_from_responses(body: Any, known: Collection[str] = ()) -> History:
             elif role not in ("system", "developer"):
                 raise WireError(f"{where}: unknown role {role!r}")
         elif kind == "function_call":
-            name = bare_tool_name(str(item.get("name")), item.get("namespace"), known)
+            name = naming.bare(str(item.get("name")), item.get("namespace"), known)
             call_id = str(item.get("call_id") or item.get("id"))
             out.assistant("", [Call(call_id, name, _arguments(item.get("arguments"), where))])
         elif kind == "function_call_output":
             output = item.get("output")
             out.tool(str(item.get("call_id")),
                      _text(output, where, ("input_text", "output_text", "text")))  # fmt: skip
+    return out.history()
+
+
+def _gemini_text(value: Any) -> str:
+    """A function response's text: its strings, depth first, one a line (a
+    tool's output as the agent sent it back, whatever it wraps it in)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(t for t in (_gemini_text(v) for v in value.values()) if t)
+    if isinstance(value, list):
+        return "\n".join(t for t in (_gemini_text(v) for v in value) if t)
+    return "" if value is None else orjson.dumps(value).decode()
+
+
+def _part(part: dict[str, Any], camel: str) -> Any:
+    """A part's field by its JSON name or the snake_case one."""
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in camel)
+    return part.get(camel, part.get(snake))
+
+
+def history_from_gemini(body: Any, known: Collection[str] = (), *,
+                        naming: ToolNaming = BUILT_IN_NAMING) -> History:  # fmt: skip
+    """`contents` of a Gemini generateContent request: `user` and `model`
+    turns of parts (`text`, `functionCall`, `functionResponse`; `thought`
+    parts and `systemInstruction` left out).  A call without an `id` gets
+    one from its place (`gemini-C-P`); a response without one answers the
+    earliest unanswered call of its name (Gemini pairs them by order)."""
+    out = _Builder()
+    pending: list[Call] = []  # calls of the latest model turn not answered yet
+    for index, content in enumerate(_items(body, "contents")):
+        where = f"contents[{index}]"
+        if not isinstance(content, dict):
+            raise WireError(f"{where}: a content must be an object")
+        parts = content.get("parts") or []
+        if not isinstance(parts, list):
+            raise WireError(f"{where}: parts must be a list")
+        role = content.get("role", "user")
+        texts: list[str] = []
+        calls: list[Call] = []
+        for number, part in enumerate(parts):
+            if not isinstance(part, dict) or part.get("thought"):
+                continue
+            call, answer = _part(part, "functionCall"), _part(part, "functionResponse")
+            if isinstance(call, dict):
+                name = naming.bare(str(call.get("name")), known=known)
+                calls.append(Call(str(call.get("id") or f"gemini-{index}-{number}"), name,
+                                  _arguments(call.get("args"), where)))  # fmt: skip
+            elif isinstance(answer, dict):
+                name = naming.bare(str(answer.get("name")), known=known)
+                match = next((c for c in pending if c.id == answer.get("id")), None) or next(
+                    (c for c in pending if c.name == name and not answer.get("id")), None)
+                if match is not None:
+                    pending.remove(match)
+                response = answer.get("response")
+                error = isinstance(response, dict) and "error" in response and (
+                    "output" not in response)  # fmt: skip
+                out.tool(str(answer.get("id") or (match.id if match else f"gemini-{index}")),
+                         _gemini_text(response), error)  # fmt: skip
+            elif isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        if role == "model":
+            out.assistant("".join(texts), calls)
+            pending = list(calls)
+        elif role == "user":
+            if texts:
+                out.user("\n".join(texts))
+        else:
+            raise WireError(f"{where}: role must be user or model, not {role!r}")
     return out.history()

@@ -28,7 +28,7 @@ class AgentInspection:
 def inspect_agent_log(path: Path, reader: str) -> AgentInspection:
     """Read `path` with `reader` (raises LabUsageError for an unknown reader
     or an unreadable file; a torn last line is counted, not raised)."""
-    log = read_agent_log(reader, path)
+    log = read_agent_log(reader, path, near=Path.cwd())  # a module:function reader's file here
     history = log.history
     lines = [f"{path}: {len(history.messages)} message(s) ({reader} log"
              + (f", {log.skipped} unreadable line(s) skipped" if log.skipped else "") + ")"]

@@ -18,6 +18,7 @@ import orjson
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import GUARANTEES, Violation, explain, promise
 from faultlab.lab.process.reference import slug
+from faultlab.lab.report.serverjudged import SERVER_PROMISES, judged_on_servers, server_files
 
 __all__ = [
     "FailureGroup",
@@ -165,10 +166,14 @@ def group_failures(
         if report is not None and "dir" in first.artifacts:
             where = str(report / "failures" / slug(first.case.id))
         guarantee = promise(code) if code in GUARANTEES else f"{code}: the case did not finish"
+        look = where_to_look(code)
+        if judged_on_servers(first):  # a black-box case: its own meaning, its own files
+            guarantee = SERVER_PROMISES.get(code, guarantee)
+            look = tuple(server_files(first, (code,)))
         groups.append(FailureGroup(
             code=code, promise=guarantee, meaning=explain(code), harms=tuple(harms),
             case_ids=tuple(r.case.id for r, _ in members), replay=replay(first),
-            look_at=where_to_look(code), where=where,
+            look_at=look, where=where,
         ))  # fmt: skip
     groups.sort(key=lambda g: (g.code not in _WORLD_HARM, -len(g.case_ids),
                                _CODES_ORDER.get(g.code, len(_CODES_ORDER))))  # fmt: skip

@@ -22,6 +22,7 @@ from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import explain
 from faultlab.lab.process.reference import NOT_TRACED, slug
 from faultlab.lab.report.console import where_to_look
+from faultlab.lab.report.serverjudged import judged_on_servers, server_files, server_ground_truth
 
 __all__ = [
     "RunInfo",
@@ -159,6 +160,8 @@ def look_at(result: CaseResult) -> list[str]:
     """The artifacts of a failing case that show its problems, most telling
     first (the crashed log for a loss; the world ledger and the final log
     for a duplicated effect)."""
+    if judged_on_servers(result):  # a black-box case: the files its folder holds
+        return server_files(result, result.codes)
     names = [name for code in result.codes for name in where_to_look(code)] or ["violations.json"]
     return list(dict.fromkeys(names))
 
@@ -193,16 +196,22 @@ def ground_truths(result: ExploreResult) -> list[dict[str, str]]:
 def ground_truth_line(result: ExploreResult) -> str:
     """One line for people: which ground truth the run used, per scenario count."""
     every = ground_truths(result)
+    served = sum(1 for g in every if g["groundTruth"] == "servers")
+    if served and served == len(every):  # black-box agents: no session log is traced
+        return f"ground truth: {server_ground_truth(served)}"
     listed = [g for g in every if g["note"] != NOT_TRACED]
     if every and not listed:
         return f"ground truth: no file facts needed ({NOT_TRACED})"
     traced = sum(1 for g in listed if g["groundTruth"] == "syscalls")
     text = f"ground truth: system calls (strace) for {traced} of {len(listed)} scenario(s)"
     notes = sorted(
-        {g["note"] or "not traced" for g in listed if g["groundTruth"] != "syscalls"}
+        {g["note"] or "not traced" for g in listed if g["groundTruth"] not in ("syscalls",
+                                                                              "servers")}
     )
     if notes:
         text += "; the target's own file facts for the rest: " + "; ".join(notes)
+    if served:
+        text += f"; {server_ground_truth(served)}"
     return text
 
 

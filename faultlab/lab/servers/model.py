@@ -1,6 +1,7 @@
 # The scripted model server: a scenario's scripted model over HTTP on
 # 127.0.0.1 as the Anthropic Messages, OpenAI Chat Completions and OpenAI
-# Responses APIs, for black-box agents that cannot be told about faultlab.
+# Responses APIs and the Gemini API (servers/gemini.py), for black-box agents
+# that cannot be told about faultlab.
 # Each request it receives is ground truth: the gate records the history it
 # carried (normalised, with a digest) before anything is answered, and every
 # streamed chunk before it is sent, so a kill point can park a request or cut
@@ -17,7 +18,7 @@ import contextlib
 import hmac
 import secrets
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -25,13 +26,16 @@ import orjson
 
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.histories import History
+from faultlab.lab.read.naming import BUILT_IN_NAMING, ToolNaming
 from faultlab.lab.read.wire import (
     WireError,
     history_from_anthropic,
     history_from_chat,
+    history_from_gemini,
     history_from_responses,
 )
 from faultlab.lab.servers.gate import Gate
+from faultlab.lab.servers.gemini import gemini_route
 from faultlab.lab.servers.http import (
     MAX_HEAD,
     BadRequest,
@@ -42,17 +46,28 @@ from faultlab.lab.servers.http import (
     read_head,
 )
 from faultlab.lab.servers.script import choose_answer
-from faultlab.lab.servers.wire import API_PATHS, CALL_PREFIX, Api, error_body, render, tool_names
+from faultlab.lab.servers.wire import (
+    API_PATHS,
+    CALL_PREFIX,
+    Api,
+    declared_tools,
+    error_body,
+    render,
+    tool_names,
+)
 from faultlab.scenario import Scenario
 
-__all__ = ["FOREIGN_REQUEST", "ModelServer"]
+__all__ = ["FOREIGN_REQUEST", "TOOL_NOT_OFFERED", "ModelServer"]
 
 FOREIGN_REQUEST = "FOREIGN_REQUEST"  # the gate fact of a request without the secret
+# The gate fact of an answer that calls a tool its request did not offer.
+TOOL_NOT_OFFERED = "model/tool-not-offered"
 
-_PARSERS: dict[Api, Callable[[Any, Collection[str]], History]] = {
+_PARSERS: dict[Api, Callable[..., History]] = {  # (body, known, *, naming)
     "anthropic": history_from_anthropic,
     "chat": history_from_chat,
     "responses": history_from_responses,
+    "gemini": history_from_gemini,
 }
 _COUNT_TOKENS = "/v1/messages/count_tokens"
 _HOLD_POLL_S = 0.01  # how often a parked request looks whether the gate released it
@@ -62,11 +77,14 @@ class ModelServer:
     """`with ModelServer(scenario, gate) as server:` serves on `server.url`."""
 
     def __init__(self, scenario: Scenario, gate: Gate, *, host: str = "127.0.0.1",
-                 unix_path: str | None = None, secret: str | None = None) -> None:  # fmt: skip
+                 unix_path: str | None = None, secret: str | None = None,
+                 naming: ToolNaming = BUILT_IN_NAMING) -> None:  # fmt: skip
         """`unix_path`: also serve on that Unix socket, for an agent in a network
         namespace of its own (its supervisor relays 127.0.0.1:port there);
-        `secret`: what a request must carry (default: a fresh random one)."""
+        `secret`: what a request must carry (default: a fresh random one);
+        `naming`: how the agent names the MCP tools (its adapter's `tool_name`)."""
         self.scenario, self.gate, self.host = scenario, gate, host
+        self.naming = naming
         self.unix_path = unix_path
         self.secret = secret or secrets.token_hex(16)
         self._prefix = f"/faultlab-{self.secret}"
@@ -102,7 +120,8 @@ class ModelServer:
             rest = rest if rest.startswith("/") else "/" + rest
             return Head(head.method, rest, head.path[len(self._prefix) :] or "/", head.headers)
         bearer = head.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        for given in (head.headers.get("x-api-key", ""), bearer):
+        for given in (head.headers.get("x-api-key", ""), bearer,
+                      head.headers.get("x-goog-api-key", "")):  # fmt: skip
             if given and hmac.compare_digest(given.encode(), self.secret.encode()):
                 return head
         return None
@@ -113,7 +132,8 @@ class ModelServer:
         peer = writer.get_extra_info("peername")
         self.gate.note(FOREIGN_REQUEST, method=head.method[:16], path=head.path[:200],
                        peer=list(peer) if isinstance(peer, tuple) else str(peer or "unix"))
-        api = API_PATHS.get(head.path.rstrip("/"))
+        api: Api | None = API_PATHS.get(head.path.rstrip("/")) or (
+            "gemini" if gemini_route(head.path.rstrip("/")) else None)
         await Exchange(writer, False).send(401, orjson.dumps(error_body(
             api, 401, "this model server answers only the faultlab case's own agent")))
 
@@ -226,7 +246,9 @@ class ModelServer:
                  "owned_by": "faultlab", "type": "model",
                  "display_name": "faultlab scripted model"}]})  # fmt: skip
             return
-        api = API_PATHS.get(path) or ("anthropic" if path == _COUNT_TOKENS else None)
+        gemini = gemini_route(path)  # Gemini names its model and method in the path
+        api: Api | None = API_PATHS.get(path) or (
+            "anthropic" if path == _COUNT_TOKENS else "gemini" if gemini else None)
         if api is None or request.method != "POST":
             await self._json(exchange, 404, error_body(api, 404,
                              f"no route {request.method} {request.path}"))  # fmt: skip
@@ -236,9 +258,14 @@ class ModelServer:
         except orjson.JSONDecodeError as error:
             await self._json(exchange, 400, error_body(api, 400, f"body is not JSON: {error}"))
             return
+        if gemini is not None and gemini.method == "countTokens":
+            await self._json(exchange, 200, {"totalTokens": max(1, len(request.body) // 4)})
+            return
+        if gemini is not None and isinstance(body, dict):
+            body = {**body, "model": gemini.model, "stream": gemini.stream}
         known = self.scenario.tool_names
         try:
-            history = _PARSERS[api](body, known)
+            history = _PARSERS[api](body, known, naming=self.naming)
         except WireError as error:
             await self._json(exchange, 400, error_body(api, 400, str(error)))
             return
@@ -261,19 +288,31 @@ class ModelServer:
         stream = bool(body.get("stream"))
         record = self.gate.reach("model/request", api=api, path=request.target,
                                  history=history.to_json(), digest=digest, step=answer.step,
-                                 turn=answer.turn, branch=answer.branch, stream=stream)  # fmt: skip
+                                 turn=answer.turn, branch=answer.branch, stream=stream,
+                                 model=str(body.get("model") or "")[:200])  # fmt: skip
         n = int(record["n"])
         if record.get("hold"):
             await self._hold(exchange)
             return
         if answer.delay_ms:
             await asyncio.sleep(answer.delay_ms / 1000)
-        names = tool_names(api, body, self.scenario.tool_names)
-        rendered = render(api, answer, body, request_id=f"fl{digest}s{answer.step}",
-                          stream=stream, names=names)  # fmt: skip
-        calls = [{"id": answer.call_id(i, CALL_PREFIX[api]),
-                  "name": c.tool, "arguments": dict(c.arguments)}
-                 for i, c in enumerate(answer.calls)]  # fmt: skip
+        names = tool_names(api, body, self.scenario.tool_names, self.naming)
+        missing = [c.tool for c in answer.calls if c.tool not in names]
+        if missing:
+            # The script calls a tool this request did not offer (the agent
+            # had not registered it yet, or names it in a way the adapter's
+            # `tool_name` does not say): answered by the adapter's rule all
+            # the same, and noted, so the case says why the agent balked.
+            offered = [name for name, _ in declared_tools(api, body)][:50]
+            self.gate.note(TOOL_NOT_OFFERED, request=n, tools=missing, offered=offered)
+            names = {**names, **{t: (self.naming.wire(t), None) for t in missing}}
+        # Fresh ids per answer (the request's n): a step answered again
+        # after a kill gets new ones, as a real model's answer would.
+        ids = [answer.call_id(i, CALL_PREFIX[api], answer=n) for i in range(len(answer.calls))]
+        rendered = render(api, answer, body, request_id=f"fl{n}d{digest}s{answer.step}",
+                          stream=stream, names=names, call_ids=ids)  # fmt: skip
+        calls = [{"id": cid, "name": c.tool, "arguments": dict(c.arguments)}
+                 for cid, c in zip(ids, answer.calls, strict=True)]  # fmt: skip
         if rendered.body is not None:
             await self._json(exchange, 200, rendered.body)
         else:

@@ -41,10 +41,13 @@ class GateRecord(TypedDict, total=False):
     turn: int
     branch: Any
     stream: bool
+    model: str  # the model name a request asked for
     request: int  # the n of the model/request a chunk or response belongs to
     index: int  # a chunk's position in its stream
     text: str  # a model response's text; a tool reply's text
     calls: list[Any]  # a response's tool calls (the apps: their ids)
+    tools: list[Any]  # `model/tool-not-offered`: the scripted tools the request did not offer
+    offered: list[Any]  # ... and the tool names it did offer
     count: int  # the messages a request or a saved history held
     problems: list[str]  # why the apps' model rejected a request
     # The tool servers (`tool/received`, `tool/applied`, `tool/replied`) and

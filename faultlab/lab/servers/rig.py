@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self
@@ -18,16 +19,34 @@ from typing import Any, Literal, Protocol, Self
 import orjson
 
 from faultlab.lab.process.scratch import owned_dir
+from faultlab.lab.read.naming import BUILT_IN_NAMING, ToolNaming
 from faultlab.lab.servers.gate import Gate, GateBridge
-from faultlab.lab.servers.model import FOREIGN_REQUEST, ModelServer
+from faultlab.lab.servers.model import FOREIGN_REQUEST, TOOL_NOT_OFFERED, ModelServer
 from faultlab.lab.servers.points import KillPoint
+from faultlab.lab.servers.records import GateRecord
 from faultlab.scenario import Scenario
 from faultlab.userfiles import read_tail
 
-__all__ = ["POLL", "Ending", "RigProcess", "ServerRig"]
+__all__ = ["POLL", "Ending", "RigProcess", "ServerRig", "tool_note"]
 
 POLL = 0.005  # seconds between looks at a child and at the gate
 Ending = Literal["exited", "fired", "late"]
+
+
+def tool_note(records: Iterable[GateRecord]) -> str:
+    """What a run's records say of answers that called a tool their request
+    did not offer (the agent had not registered it yet, or names it otherwise
+    than the adapter's `tool_name` says); '' if none."""
+    notes = [r for r in records if r.get("fact") == TOOL_NOT_OFFERED]
+    if not notes:
+        return ""
+    first = notes[0]
+    offered = ", ".join(str(t) for t in first.get("offered") or ()) or "no tools at all"
+    return (f"the scripted model called {', '.join(str(t) for t in first.get('tools') or ())}"
+            f", which model request {first.get('request')} did not offer (it offered: "
+            f"{offered[:300]}); {len(notes)} such answer(s): if the agent names faultlab's MCP "
+            "tools another way, say how with `tool_name` in its adapter (docs/agents.md; "
+            f"{TOOL_NOT_OFFERED} in records.jsonl)")  # fmt: skip
 
 
 class RigProcess(Protocol):
@@ -46,9 +65,11 @@ class ServerRig:
     the servers and writes the gate's records to `rig.records`."""
 
     def __init__(self, where: Path, armed: KillPoint | None, *, timeout: float,
-                 model: Scenario | None = None) -> None:  # fmt: skip
+                 model: Scenario | None = None,
+                 naming: ToolNaming = BUILT_IN_NAMING) -> None:  # fmt: skip
         """`timeout`: what a child run may take (`watch`); `model`: serve
-        this scenario's scripted model too."""
+        this scenario's scripted model too, to an agent that names the MCP
+        tools as `naming` says."""
         shutil.rmtree(where, ignore_errors=True)
         where.mkdir(parents=True)
         self.where, self.timeout = where, timeout
@@ -69,7 +90,7 @@ class ServerRig:
             # then relays 127.0.0.1:port inside to this socket (`forward`),
             # and nothing else is reachable.
             model_socket = str(self._socket_dir / "model")
-            self.model = ModelServer(model, self.gate, unix_path=model_socket)
+            self.model = ModelServer(model, self.gate, unix_path=model_socket, naming=naming)
             self.model.start()
             self.model_url, self.model_key = self.model.url, self.model.key
             self.forward = {self.model.port: model_socket}
@@ -111,6 +132,11 @@ class ServerRig:
             return ""
         return (f"{count} request(s) without the case's secret reached the model server: "
                 f"refused, not counted ({FOREIGN_REQUEST} in {self.records.name})")  # fmt: skip
+
+    def tool_note(self) -> str:
+        """What a case's result says of answers that called a tool their
+        request did not offer; '' if none (`tool_note`)."""
+        return tool_note(self.gate.snapshot())
 
     def write_json(self, name: str, value: Any) -> Path:
         """`value` as indented JSON in the case's file `name`."""

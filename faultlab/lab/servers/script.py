@@ -43,11 +43,15 @@ class Answer:
     def text(self) -> str:
         return "".join(self.chunks)
 
-    def call_id(self, index: int, prefix: str) -> str:
-        """A stable id for call `index`, unique per step and branch: the same
-        history gets the same ids, a retried step's branch new ones."""
+    def call_id(self, index: int, prefix: str, *, answer: int) -> str:
+        """The id of call `index` in the server's answer number `answer` (the
+        n of its `model/request`, counted over the whole case): fresh for
+        every answer, so a step answered again after a kill never hands out
+        an id the agent already holds (an id used twice would be faultlab's
+        doing, not the agent's); the step and branch are kept in it for
+        people reading a log."""
         branch = f"b{BRANCH_CODES.index(self.branch)}" if self.branch in BRANCH_CODES else ""
-        return f"{prefix}fl{self.step}{branch}c{index}"
+        return f"{prefix}fl{answer}s{self.step}{branch}c{index}"
 
 
 def result_code(result: Message) -> str | None:

@@ -1,5 +1,6 @@
 # A scripted answer on each model API's wire: the SSE events of a streamed
-# Anthropic Messages, OpenAI Chat Completions or OpenAI Responses answer, or
+# Anthropic Messages, OpenAI Chat Completions or OpenAI Responses answer (and
+# Gemini's, servers/gemini.py), or
 # its one JSON body.  A stream is a list of pieces, each marked as a chunk
 # (one text delta, or one whole tool call) or as framing: the model server
 # reports each chunk to the gate before it sends it, so `model/chunk#k`
@@ -7,25 +8,28 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
 
-from faultlab.lab.read.wire import bare_tool_name
+from faultlab.lab.read.naming import BUILT_IN_NAMING, ToolNaming
+from faultlab.lab.servers.gemini import gemini_error, render_gemini
 from faultlab.lab.servers.script import Answer
 
-__all__ = ["API_PATHS", "CALL_PREFIX", "Api", "Rendered", "error_body", "render", "tool_names"]
+__all__ = ["API_PATHS", "CALL_PREFIX", "Api", "Rendered", "declared_tools", "error_body", "render",
+           "tool_names"]
 
-Api = Literal["anthropic", "chat", "responses"]
+Api = Literal["anthropic", "chat", "responses", "gemini"]
 API_PATHS: dict[str, Api] = {
     "/v1/messages": "anthropic",
     "/v1/chat/completions": "chat",
     "/v1/responses": "responses",
 }
 # Call ids in each API's own style.
-CALL_PREFIX: dict[Api, str] = {"anthropic": "toolu_", "chat": "call_", "responses": "call_"}
+CALL_PREFIX: dict[Api, str] = {"anthropic": "toolu_", "chat": "call_", "responses": "call_",
+                               "gemini": "call_"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,31 +43,40 @@ class Rendered:
 _Names = dict[str, tuple[str, str | None]]
 
 
-def tool_names(api: Api, body: dict[str, Any], known: Collection[str]) -> _Names:
-    """Scenario tool name -> (the name the agent declared, its namespace): an
-    answer must call a tool by the agent's name for it (`mcp__faultlab__x` for
-    Claude Code, `x` in namespace `mcp__faultlab__` for Codex)."""
-    found: _Names = {}
-
-    def add(name: Any, namespace: str | None) -> None:
-        if isinstance(name, str):
-            found.setdefault(bare_tool_name(name, namespace, known), (name, namespace))
-
+def declared_tools(api: Api, body: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """Every tool a request offers, as (its name, its namespace), in order."""
+    found: list[tuple[Any, str | None]] = []
     for tool in body.get("tools") or ():
         if not isinstance(tool, dict):
             continue
         if api == "chat":
-            add((tool.get("function") or {}).get("name"), None)
+            found.append(((tool.get("function") or {}).get("name"), None))
+        elif api == "gemini":
+            declared = tool.get("functionDeclarations") or tool.get("function_declarations")
+            found += [(d.get("name"), None) for d in declared or () if isinstance(d, dict)]
         elif tool.get("type") == "namespace":
-            for inner in tool.get("tools") or ():
-                if isinstance(inner, dict):
-                    add(inner.get("name"), str(tool.get("name") or ""))
+            found += [(inner.get("name"), str(tool.get("name") or ""))
+                      for inner in tool.get("tools") or () if isinstance(inner, dict)]  # fmt: skip
         else:
-            add(tool.get("name"), None)
+            found.append((tool.get("name"), None))
+    return [(name, namespace) for name, namespace in found if isinstance(name, str)]
+
+
+def tool_names(api: Api, body: dict[str, Any], known: Collection[str],
+               naming: ToolNaming = BUILT_IN_NAMING) -> _Names:  # fmt: skip
+    """Scenario tool name -> (the name the agent declared, its namespace): an
+    answer must call a tool by the agent's name for it (`mcp__faultlab__x` for
+    Claude Code, `x` in namespace `mcp__faultlab__` for Codex, what the
+    adapter's `tool_name` patterns say for the others)."""
+    found: _Names = {}
+    for name, namespace in declared_tools(api, body):
+        found.setdefault(naming.bare(name, namespace, known), (name, namespace))
     return found
 
 
 def error_body(api: Api | None, status: int, message: str) -> dict[str, Any]:
+    if api == "gemini":
+        return gemini_error(status, message)
     kind = "not_found_error" if status == 404 else "invalid_request_error"
     if api == "anthropic":
         return {"type": "error", "error": {"type": kind, "message": message}}
@@ -76,15 +89,20 @@ def _sse(event: str | None, data: Any) -> bytes:
 
 
 def render(api: Api, answer: Answer, body: dict[str, Any], *, request_id: str, stream: bool,
-           names: _Names) -> Rendered:  # fmt: skip
-    """The answer as `api` sends it; `request_id` makes the message ids."""
+           names: _Names, call_ids: Sequence[str]) -> Rendered:  # fmt: skip
+    """The answer as `api` sends it; `request_id` makes the message ids,
+    `call_ids` are its calls' ids (one per call, in order)."""
+    if len(call_ids) != len(answer.calls):
+        raise ValueError(f"{len(answer.calls)} call(s) but {len(call_ids)} id(s)")
     model = str(body.get("model") or "faultlab-scripted")
-    prefix = CALL_PREFIX[api]
-    calls = [(answer.call_id(i, prefix), *names.get(c.tool, (c.tool, None)),
-              orjson.dumps(dict(c.arguments)).decode())
-             for i, c in enumerate(answer.calls)]  # fmt: skip
+    calls = [(cid, *names.get(c.tool, (c.tool, None)), orjson.dumps(dict(c.arguments)).decode())
+             for cid, c in zip(call_ids, answer.calls, strict=True)]  # fmt: skip
     usage_in = max(1, len(orjson.dumps(body)) // 4)
     usage_out = max(1, len(answer.text) // 4 + 12 * len(calls))
+    if api == "gemini":
+        whole, pieces = render_gemini(answer, calls, model, request_id, stream,
+                                      (usage_in, usage_out))  # fmt: skip
+        return Rendered(whole, pieces)
     build = {"anthropic": _anthropic, "chat": _chat, "responses": _responses}[api]
     return build(answer, calls, model, request_id, stream, (usage_in, usage_out), body)
 

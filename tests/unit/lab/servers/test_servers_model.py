@@ -222,6 +222,23 @@ def test_tools_keep_the_agents_names_and_namespaces(served: tuple[ModelServer, G
     ]
 
 
+@pytest.mark.parametrize("api", ["anthropic", "chat", "responses"])
+def test_same_history_same_answer_fresh_call_ids(served: tuple[ModelServer, Gate],
+                                                 api: str) -> None:  # fmt: skip
+    """A step answered again (an agent resumed after a kill sends the same
+    history) gets the same answer under new call ids: an id handed out
+    twice would make the agent's history invalid by faultlab's doing."""
+    server, gate = served
+    body = first_request(api, True)
+    answers = [answer_of(api, True, post(server.url, PATHS[api], body)[1]) for _ in range(3)]
+    assert len({(text, tuple((n, orjson.dumps(a)) for _, n, a in calls))
+                for text, calls in answers}) == 1  # fmt: skip
+    ids = [calls[0][0] for _, calls in answers]
+    assert len(set(ids)) == 3, ids
+    noted = [c["id"] for r in responses_noted(gate, 3) for c in r["calls"]]
+    assert noted == ids  # the gate's note names the ids the agent got
+
+
 def test_same_history_same_answer_and_digest(served: tuple[ModelServer, Gate]) -> None:
     server, gate = served
     body = first_request("anthropic", True)
@@ -229,7 +246,7 @@ def test_same_history_same_answer_and_digest(served: tuple[ModelServer, Gate]) -
         post(server.url, PATHS["anthropic"], body),
         post(server.url, PATHS["anthropic"], body),
     )
-    assert first == second
+    assert answer_of("anthropic", True, first[1])[0] == answer_of("anthropic", True, second[1])[0]
     digests = [o["digest"] for o in gate.snapshot() if o.get("boundary") == "model/request"]
     assert len(digests) == 2 and digests[0] == digests[1]
     other = {**body, "messages": [{"role": "user", "content": "something else"}]}

@@ -71,8 +71,9 @@ def test_turns_follow_the_users_texts() -> None:
     assert choose_answer(spec, h(*noted, Message("user", "Continue."))).text == FINAL_TEXT
     second = choose_answer(spec, h(*noted, Message("user", spec.turns[1].user)))
     assert (second.step, second.turn) == (1, 1)
-    # A call id derived from the step: unique per step, stable per history.
-    assert second.call_id(0, "toolu_") == "toolu_fl1c0"
+    # A call id fresh per answer (its request's n), with the step in it.
+    assert second.call_id(0, "toolu_", answer=4) == "toolu_fl4s1c0"
+    assert second.call_id(0, "toolu_", answer=5) != second.call_id(0, "toolu_", answer=4)
 
 
 def test_unmatched_assistant_messages_are_ignored() -> None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from faultlab.lab.apps.fork import app_server, fork_app
 from faultlab.lab.apps.lgstate import PersistedThread, read_thread
-from faultlab.lab.apps.pastate import read_history
+from faultlab.lab.apps.storeread import READ_BY_APP, STORE_SUFFIXES, read_by_app
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case
 from faultlab.lab.process.reference import Reference, read_ledger, slug
@@ -152,16 +153,17 @@ class AppRig(ServerRig):
         killed, hung message)."""
         return self.finish(self.start(action, turn=turn, fail=fail), armed=armed)
 
-    def start(self, action: str, *, turn: int = 0,
-              fail: str | None = None) -> _Run:  # fmt: skip
-        """Start one child of the case."""
+    def start(self, action: str, *, turn: int = 0, fail: str | None = None,
+              extra: Sequence[str] = ()) -> _Run:  # fmt: skip
+        """Start one child of the case (`extra`: more of its arguments; a
+        repeated option's last value wins)."""
         self.runs += 1
         name = f"run{self.runs}-{action}"
         argv = [sys.executable, "-m", _CHILD_MODULES[self.framework], self.scenario_path,
                 "--app", self.options.target, "--db", str(self.db),
                 "--ledger", str(self.ledger), "--gate", str(self.bridge.path),
                 "--durability", self.options.durability, "--action", action,
-                "--from-turn", str(turn)] + (["--fail", fail] if fail else [])  # fmt: skip
+                "--from-turn", str(turn), *(["--fail", fail] if fail else []), *extra]  # fmt: skip
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p)
         self.gate.note("app/start", run=self.runs, action=action)
@@ -207,12 +209,12 @@ class AppRig(ServerRig):
     def persisted(self, name: str) -> PersistedThread:
         """The thread now, read with the framework's serializer; the raw
         store and the reading are kept beside the records."""
-        for suffix in ("", "-wal", "-shm"):  # bounded, never through a link
+        for suffix in STORE_SUFFIXES:  # bounded, never through a link
             source = self.db.with_name(self.db.name + suffix)
             copy_target(source, self.where / f"{name}{self.db.suffix}{suffix}",
                         what="app store")  # fmt: skip
-        if self.framework == "pydantic-ai":
-            thread = read_history(self.db)
+        if self.framework in READ_BY_APP:  # the app's own loader, in a child
+            thread = read_by_app(self, name)
         else:
             thread = read_thread(self.db, _THREAD)
         self.write_json(f"{name}.thread.json", thread.to_json())

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import orjson
 from pydantic_ai import RunContext, Tool, ToolFailed
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import (
@@ -135,9 +136,9 @@ class HistoryProbe:
 
 
 async def _turn(agent: Any, store: HistoryProbe, prompt: str | None,
-                history: list[ModelMessage], policy: str) -> None:  # fmt: skip
-    """One agent run over `history`, saved by the policy."""
-    async with agent.iter(prompt, message_history=history) as run:
+                history: list[ModelMessage], policy: str, deps: Any) -> None:  # fmt: skip
+    """One agent run over `history` with the app's `deps`, saved by the policy."""
+    async with agent.iter(prompt, message_history=history, deps=deps) as run:
         async for _node in run:
             if policy == "node":  # the messages of the node that just finished
                 store.save(run.all_messages())
@@ -154,6 +155,28 @@ def _module(app: str) -> tuple[ModuleType, Callable[..., Any]]:
     return module, getattr(module, name)
 
 
+def _deps(module: ModuleType) -> Any:
+    """The app's dependencies for a run: the module's `make_deps()` (called
+    once per process, as an app builds them at start), or None."""
+    make_deps = getattr(module, "make_deps", None)
+    return make_deps() if callable(make_deps) else None
+
+
+def read_store(module: ModuleType, store: Path, out: Path) -> int:
+    """The `read` action: the history the app's own `load_history` finds at
+    `store` (a copy of the case's store), written to `out` as the lab's
+    History; an app loader that raises is written as the store's error, so
+    the lab says STORE_UNREADABLE instead of reading it as empty."""
+    try:
+        messages = list(module.load_history(store))
+        reading: dict[str, Any] = {"count": len(messages),
+                                   "history": to_history(messages).to_json()}  # fmt: skip
+    except Exception as error:  # whatever the app's loader raises is the verdict's evidence
+        reading = {"error": f"{type(error).__name__}: {error}"[:2000]}
+    out.write_bytes(orjson.dumps(reading))
+    return 0
+
+
 def preload(app: str) -> None:
     """Import the framework (done by importing this module) and the user's
     module, and nothing else.  `app` is `MODULE:FACTORY`, as `main` takes
@@ -162,16 +185,19 @@ def preload(app: str) -> None:
 
 
 async def _drive(args: argparse.Namespace) -> int:
+    module, factory = _module(args.app)
+    if args.action == "read":  # neither the gate nor the ledger: a reading changes nothing
+        return read_store(module, Path(args.db), Path(args.out))
     scenario = load_scenario(args.scenario)
     gate = GateClient(args.gate)
     ledger = LedgerWriter(args.ledger)
-    module, factory = _module(args.app)
     before_resume = getattr(module, "before_resume", None)
     if before_resume is not None:
         gate.note("app/hook")  # the lab plans the `hook` resume style only then
     tools = [_tool(t, scenario, gate, ledger) for t in scenario.tools]
     agent = factory(model=scripted_model(scenario, gate), tools=tools)
     store = HistoryProbe(module, Path(args.db), gate, args.fail)
+    deps = _deps(module)
     first = args.from_turn
     if args.action != "run":
         gate.note("app/resume", style=args.action, turn=first)
@@ -183,19 +209,20 @@ async def _drive(args: argparse.Namespace) -> int:
             history = list(before_resume(history))
         if args.action in ("resume", "hook") and history:
             prompt = None  # continue the run from the stored history
-        await _turn(agent, store, prompt, history, args.durability)
+        await _turn(agent, store, prompt, history, args.durability, deps)
         gate.reach("invoke/end", turn=first)
         first += 1
     for turn in range(first, len(scenario.turns)):
         gate.note("app/turn", turn=turn)
-        await _turn(agent, store, scenario.turns[turn].user, store.load(), args.durability)
+        await _turn(agent, store, scenario.turns[turn].user, store.load(), args.durability,
+                    deps)  # fmt: skip
         gate.reach("invoke/end", turn=turn)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.pachild", argv, modes=SAVE_POLICIES,
-                           actions=("resume", "resend", "hook", "repair"),
+                           actions=("resume", "resend", "hook", "repair", "read"),
                            store="the history store's path")  # fmt: skip
     return asyncio.run(_drive(args))
 

@@ -74,4 +74,5 @@ def child_arguments(prog: str, argv: Sequence[str] | None, *, modes: Sequence[st
     parser.add_argument("--action", choices=("run", *actions), default="run")
     parser.add_argument("--from-turn", type=int, default=0)
     parser.add_argument("--fail", default=None, help="a store write to fail, BOUNDARY#N")
+    parser.add_argument("--out", default=None, help="where the `read` action writes its reading")
     return parser.parse_args(argv)

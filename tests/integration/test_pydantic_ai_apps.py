@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from faultlab.lab import run_app_single
@@ -65,3 +66,40 @@ def test_deps_reach_the_agent_only_through_make_deps(tmp_path: Path) -> None:
                             fault="sigkill/resume/node", workdir=tmp_path)  # fmt: skip
     assert result.codes == ("REFERENCE_FAILED",)
     assert "'NoneType' object has no attribute 'payments_open'" in result.violations[0].message
+
+
+# -- retries: a tool that asks for a retry (ModelRetry) and one that fails ---
+
+RETRIES = str(REPO / "tests" / "fixtures" / "paapps" / "retries.toml")
+EXAMPLE = "pydantic-ai:examples.pydantic_ai_refund"
+
+
+def test_a_retried_call_then_the_charge_with_the_recipe_passes(tmp_path: Path) -> None:
+    # Killed at the corrected charge's effect, after a ModelRetry: the
+    # recipe answers the charge as unknown, one charge in the world.
+    result = run_app_single(RETRIES, "tool/effect#1", app=f"{EXAMPLE}.repaired:build_agent",
+                            fault="sigkill/hook/node", workdir=tmp_path)  # fmt: skip
+    assert (result.verdict, result.codes) == ("pass", ()), result.violations
+    case_dir = Path(result.artifacts["dir"])
+    at_kill = orjson.loads((case_dir / "at-kill.thread.json").read_bytes())["history"]
+    # pydantic-ai's retry prompt answered the rejected call (a failed tool
+    # message), and the model called again with the corrected amount.
+    assert at_kill[2] == {"role": "tool", "text": at_kill[2]["text"], "callId": "call_0_0_0",
+                          "isError": True}  # fmt: skip
+    assert "call charge_card again" in at_kill[2]["text"]
+    assert at_kill[3]["calls"][0]["arguments"] == {"amount": 40, "currency": "EUR"}
+    final = orjson.loads((case_dir / "final.thread.json").read_bytes())["history"]
+    receipt = [m for m in final if m.get("callId") == "call_0_2_0"]
+    assert receipt == [{"role": "tool", "text": "the mail server is down",
+                        "callId": "call_0_2_0", "isError": True}]  # fmt: skip
+    ledger = (case_dir / "world.jsonl").read_bytes().splitlines()
+    assert len(ledger) == 1 and orjson.loads(ledger[0])["arguments"]["amount"] == 40
+
+
+def test_a_retried_call_then_the_charge_without_the_recipe_charges_twice(
+    tmp_path: Path,
+) -> None:
+    result = run_app_single(RETRIES, "tool/effect#1", app=f"{EXAMPLE}:build_agent",
+                            fault="sigkill/resume/node", workdir=tmp_path)  # fmt: skip
+    assert result.verdict == "fail"
+    assert set(result.codes) == {"UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED"}

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 import orjson
-from pydantic_ai import RunContext, Tool, ToolFailed
+from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import (
     ModelMessage,
@@ -92,6 +92,8 @@ def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWr
         # Blocking on the gate blocks the event loop: the process stands
         # still at the boundary while the lab decides.
         failed, text = run_tool_body(spec, gate, ledger, str(ctx.tool_call_id), arguments)
+        if failed and spec.asks_retry(arguments):
+            raise ModelRetry(text)  # pydantic-ai's retry: a RetryPromptPart, the model asked again
         if failed:
             raise ToolFailed(text)
         return text

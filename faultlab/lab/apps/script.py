@@ -48,6 +48,9 @@ def run_tool_body(spec: ToolSpec, gate: GateClient, ledger: LedgerWriter, call: 
     around its effect (an fsynced ledger line for `effect = "ledger"`),
     then (failed, result text)."""
     gate.reach("tool/started", callId=call, tool=spec.name)
+    if spec.asks_retry(arguments):  # rejected before its effect (`retry_if`)
+        gate.reach("tool/returned", callId=call, tool=spec.name, rejected=True)
+        return True, spec.retry_message
     if spec.effect == "ledger":
         key = call if spec.accepts_idempotency_key else None
         ledger.apply(call_id=call, tool=spec.name, arguments=arguments, key=key)

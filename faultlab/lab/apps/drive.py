@@ -51,20 +51,24 @@ SAVE_POLICIES = ("node", "run")
 # The child module of each framework; every one exposes `main(argv)` and
 # `preload(app)` (a fork server preloads once, then runs main per child).
 _CHILD_MODULES = {"langgraph": "faultlab.lab.apps.lgchild",
-                  "pydantic-ai": "faultlab.lab.apps.pachild"}  # fmt: skip
+                  "pydantic-ai": "faultlab.lab.apps.pachild",
+                  "openai-agents": "faultlab.lab.apps.oachild"}  # fmt: skip
 FRAMEWORKS = tuple(_CHILD_MODULES)
 # Each framework's comparison dimension (the child's `--durability` slot):
 # its name in `--compare NAME=...`, its values, the default.
 MODES = {"langgraph": ("durability", DURABILITIES, "async"),
-         "pydantic-ai": ("save", SAVE_POLICIES, "node")}  # fmt: skip
-_STORES = {"langgraph": "checkpoints.sqlite", "pydantic-ai": "history.json"}
+         "pydantic-ai": ("save", SAVE_POLICIES, "node"),
+         "openai-agents": ("runner", ("run",), "run")}  # fmt: skip
+_STORES = {"langgraph": "checkpoints.sqlite", "pydantic-ai": "history.json",
+           "openai-agents": "session.sqlite"}  # fmt: skip
 # resume: the framework's own (invoke(None); agent.run(None, history));
 # resend: the user sends their last message again; hook: the app's
 # `before_resume` (its installed repair), then the framework's resume;
 # repair (pydantic-ai): the framework's own `repair_messages`, then the
 # message again, as pydantic-ai tells an app to.
 RESUME_STYLES = ("resume", "resend", "hook", "repair")
-_STYLES = {"langgraph": ("resume", "resend", "hook"), "pydantic-ai": RESUME_STYLES}
+_STYLES = {"langgraph": ("resume", "resend", "hook"), "pydantic-ai": RESUME_STYLES,
+           "openai-agents": ("resume", "resend", "hook")}  # fmt: skip
 # The boundaries of a store's writes (checkpoints, pending writes, a saved history).
 WRITES = ("checkpoint/put", "checkpoint/writes", "history/save")
 SPAWNS = ("fork", "exec")
@@ -78,8 +82,9 @@ def parse_app(spec: str) -> tuple[str, str]:
     module, _, factory = target.rpartition(":")
     if framework not in _CHILD_MODULES:
         raise LabUsageError(f"--app {spec}: the supported frameworks are langgraph "
-                            "(langgraph:MODULE:FACTORY) and pydantic-ai "
-                            "(pydantic-ai:MODULE:FACTORY)")  # fmt: skip
+                            "(langgraph:MODULE:FACTORY), pydantic-ai "
+                            "(pydantic-ai:MODULE:FACTORY) and openai-agents "
+                            "(openai-agents:MODULE:FACTORY)")  # fmt: skip
     if not module or not factory.isidentifier():
         raise LabUsageError(f"--app {spec}: expected {framework}:MODULE:FACTORY")
     return framework, target

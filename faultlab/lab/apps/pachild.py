@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -38,16 +37,18 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from faultlab.lab.apps.pastate import to_history
 from faultlab.lab.apps.script import (
+    ChildCase,
+    StoreWrites,
     argument_names,
     call_id,
     child_arguments,
+    request_problem,
     run_tool_body,
     scripted_step,
 )
-from faultlab.lab.read.histories import pairing_problems
 from faultlab.lab.servers.gate import GateClient
 from faultlab.lab.servers.ledger import LedgerWriter
-from faultlab.scenario import Scenario, load_scenario
+from faultlab.scenario import Scenario
 from faultlab.scenario.model import ToolSpec
 
 __all__ = ["SAVE_POLICIES", "HistoryProbe", "main", "preload", "scripted_model"]
@@ -63,11 +64,9 @@ def scripted_model(scenario: Scenario, gate: GateClient) -> FunctionModel:
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         history = to_history(messages)
-        gate.reach("model/request", digest=history.digest(), count=len(history.messages))
-        problems = pairing_problems(history)
-        if problems:
-            gate.note("model/rejected", problems=problems)
-            raise ModelHTTPError(400, MODEL_NAME, {"error": f"invalid request: {problems[0]}"})
+        problem = request_problem(gate, history)
+        if problem:
+            raise ModelHTTPError(400, MODEL_NAME, {"error": problem})
         turn, step, spec = scripted_step(scenario, history)
         parts: list[ModelResponsePart] = []
         if spec is None:
@@ -111,8 +110,8 @@ class HistoryProbe:
                  fail: str | None) -> None:  # fmt: skip
         self._load: Callable[[Path], Sequence[ModelMessage]] = module.load_history
         self._save: Callable[[Path, Sequence[ModelMessage]], None] = module.save_history
-        self.path, self.gate, self.fail = path, gate, fail
-        self.saves = 0
+        self.path = path
+        self.writes = StoreWrites(gate, fail)
         self._last = b""
 
     def load(self) -> list[ModelMessage]:
@@ -124,17 +123,10 @@ class HistoryProbe:
         raw = ModelMessagesTypeAdapter.dump_json(list(messages))
         if changed_only and raw == self._last:
             return
-        history = to_history(messages)
-        asked = [c.id for c in history.calls()]
-        answered = list(history.results())
-        self.saves += 1
-        self.gate.reach("history/save", asked=asked, answered=answered, count=len(messages))
-        if self.fail == f"history/save#{self.saves}":
-            self.gate.note("app/ioerror", at=self.fail)
-            raise OSError(errno.EIO, "faultlab: injected I/O error")
+        detail = self.writes.before(to_history(messages), len(messages))
         self._save(self.path, messages)
         self._last = raw
-        self.gate.reach("history/save-done", asked=asked, answered=answered, count=len(messages))
+        self.writes.after(detail)
 
 
 async def _turn(agent: Any, store: HistoryProbe, prompt: str | None,
@@ -190,13 +182,9 @@ async def _drive(args: argparse.Namespace) -> int:
     module, factory = _module(args.app)
     if args.action == "read":  # neither the gate nor the ledger: a reading changes nothing
         return read_store(module, Path(args.db), Path(args.out))
-    scenario = load_scenario(args.scenario)
-    gate = GateClient(args.gate)
-    ledger = LedgerWriter(args.ledger)
-    before_resume = getattr(module, "before_resume", None)
-    if before_resume is not None:
-        gate.note("app/hook")  # the lab plans the `hook` resume style only then
-    tools = [_tool(t, scenario, gate, ledger) for t in scenario.tools]
+    case = ChildCase.open(args, module)
+    scenario, gate, before_resume = case.scenario, case.gate, case.before_resume
+    tools = [_tool(t, scenario, gate, case.ledger) for t in scenario.tools]
     agent = factory(model=scripted_model(scenario, gate), tools=tools)
     store = HistoryProbe(module, Path(args.db), gate, args.fail)
     deps = _deps(module)

@@ -1,4 +1,4 @@
-"""LangGraph app cases per second: forked by the app fork server vs exec'd.
+"""App cases per second: forked by the app fork server vs exec'd.
 
 Issue 21 asks for the cases of an `--app` from a fork server that has
 imported the framework and the app once, measured against a fresh
@@ -14,7 +14,12 @@ time goes: the two children (start to exit, or to the kill), reading the
 persisted thread twice with the framework's serializer (copies included),
 and the rest (the case's directory, the gate, the oracle).
 
-    python benchmarks/app_cases.py [--cases N] [--durability sync]
+    python benchmarks/app_cases.py [--cases N] [--durability sync] [--app FRAMEWORK:MODULE:FACTORY]
+
+`--app` measures another framework's example the same way
+(`pydantic-ai:examples.pydantic_ai_refund:build_agent`,
+`openai-agents:examples.openai_agents_refund:build_agent`); for those,
+reading the store is two more children a case (the app's own loader).
 
 Prints the figures; asserts nothing.
 """
@@ -36,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from faultlab.lab.apps import AppOptions, drive, run_app_case, run_app_reference  # noqa: E402
-from faultlab.lab.apps.fork import _servers  # noqa: E402
 from faultlab.lab.oracle.case import Case  # noqa: E402
+from faultlab.lab.process.forkserver import shared_servers  # noqa: E402
 from faultlab.scenario import load_scenario  # noqa: E402
 
 APP = "langgraph:examples.langgraph_refund:build_graph"
@@ -75,15 +80,19 @@ def _cpu(spawn: str) -> float:
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
     if spawn == "fork":
-        total += sum(server.cpu_seconds() for server in _servers.values())
+        total += sum(server.cpu_seconds() for server in shared_servers())
     return total
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", type=int, default=12)
-    parser.add_argument("--durability", default="sync")
+    parser.add_argument("--app", default=APP, help="FRAMEWORK:MODULE:FACTORY")
+    parser.add_argument("--durability", default=None,
+                        help="the framework's mode (default: sync for LangGraph, else its default)")
     args = parser.parse_args()
+    if args.durability is None:
+        args.durability = "sync" if args.app.startswith("langgraph:") else ""
     os.chdir(ROOT)  # the children import the example from the working directory
     scenario = str(ROOT / "scenarios" / "payment.toml")
     _instrument()
@@ -94,8 +103,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         options, references = {}, {}
         for spawn in SPAWNS:
-            options[spawn] = AppOptions(APP, Path(work) / spawn, args.durability, ("resume",),
+            options[spawn] = AppOptions(args.app, Path(work) / spawn, args.durability, ("resume",),
                                         spawn=spawn)  # fmt: skip
+            args.durability = options[spawn].durability  # the framework's default, when empty
             started = time.monotonic()
             references[spawn] = run_app_reference(scenario, load_scenario(scenario),
                                                   options[spawn])  # fmt: skip

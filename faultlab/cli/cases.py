@@ -95,8 +95,10 @@ class _PlanProgress:
 @click.option(
     "--app", metavar="FRAMEWORK:MODULE:FACTORY",
     help="Crash-test a framework app with its own persistence: langgraph:... (FACTORY(*, "
-    "model, tools, checkpointer) returns a compiled graph) or pydantic-ai:... (FACTORY(*, "
-    "model, tools) returns an Agent; the module stores its history) (docs/frameworks.md).",
+    "model, tools, checkpointer) returns a compiled graph), pydantic-ai:... (FACTORY(*, "
+    "model, tools) returns an Agent; the module stores its history) or openai-agents:... "
+    "(FACTORY(*, model, tools) returns an Agent; the module's make_session(id, path) its "
+    "Session) (docs/frameworks.md).",
 )  # fmt: skip
 @click.option(
     "--compare", metavar="durability=MODE,...",

@@ -66,6 +66,8 @@ class ScriptedTools:
         self.started.append(call.call_id)
         if spec.latency_ms:
             await asyncio.sleep(spec.latency_ms / 1000)
+        if spec.asks_retry(call.arguments):  # rejected before any nested call or effect
+            return ToolResult(spec.retry_message, is_error=True, error_code=TOOL_FAILED)
         for nested in spec.calls:
             await dispatcher.dispatch_nested(call, nested.tool, dict(nested.arguments))
         if spec.effect == "ledger":

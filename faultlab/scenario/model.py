@@ -6,6 +6,7 @@
 # and the field.
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -126,6 +127,23 @@ class ToolSpec:
     fails: bool = False
     observes: str | None = None
     calls: tuple[NestedCall, ...] = ()
+    # Arguments a call must include (all of them, equal) to be rejected:
+    # the body asks the model to call again instead of running (pydantic-ai:
+    # `ModelRetry`; elsewhere an error result, code TOOL_FAILED).
+    retry_if: dict[str, Any] | None = None
+
+    def asks_retry(self, arguments: Mapping[str, Any]) -> bool:
+        """This call is rejected before the body's effect, with a request to
+        call again (`retry_if`)."""
+        wanted = self.retry_if
+        return wanted is not None and all(
+            key in arguments and arguments[key] == value for key, value in wanted.items()
+        )
+
+    @property
+    def retry_message(self) -> str:
+        """What a rejected call tells the model, whichever target runs it."""
+        return f"{self.result or 'rejected'}: call {self.name} again with other arguments"
 
     @property
     def safe_to_retry(self) -> bool:

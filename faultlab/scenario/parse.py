@@ -57,7 +57,7 @@ _TOP_KEYS = (
 )  # fmt: skip
 _TOOL_KEYS = (
     "read_only", "idempotent", "parallel_safe", "accepts_idempotency_key", "effect",
-    "latency_ms", "result", "fails", "observes", "calls",
+    "latency_ms", "result", "fails", "observes", "calls", "retry_if",
 )  # fmt: skip
 _TURN_KEYS = ("user", "steps")
 _STEP_KEYS = (*_CONTENT_KEYS, "delay_ms", "chunk_delay_ms", "branches")
@@ -167,6 +167,13 @@ def _tool(name: str, t: Table, names: Sequence[str]) -> ToolSpec:
     observes = t.get("observes", str)
     if observes is not None:
         t.ctx.check_tool(t.at("observes"), observes, names)
+    retry_if = t.get("retry_if", dict)
+    if retry_if is not None:
+        if not retry_if:
+            problem = ("name at least one argument (an empty table would reject every call, "
+                       "and the model would call forever)")  # fmt: skip
+            raise t.ctx.error(t.at("retry_if"), problem)
+        _check_json(t.ctx, t.at("retry_if"), retry_if)
     return ToolSpec(
         name=name,
         read_only=read_only,
@@ -179,6 +186,7 @@ def _tool(name: str, t: Table, names: Sequence[str]) -> ToolSpec:
         fails=t.boolean("fails"),
         observes=observes,
         calls=tuple(NestedCall(tool, args) for tool, args in _calls(t, "calls", names)),
+        retry_if=copy.deepcopy(retry_if),
     )
 
 
@@ -316,9 +324,10 @@ def _check_branch(
         raise ctx.error((*at, "tool"), problem)
     if branch.when == "TOOL_FAILED":
         watched = (branch.tool,) if branch.tool is not None else called
-        if not any(spec.fails for spec in tools if spec.name in watched):
+        if not any(spec.fails or spec.retry_if for spec in tools if spec.name in watched):
             problem = (
                 f"TOOL_FAILED can never match: no tool of {join_names(watched)} has fails = true"
+                " or retry_if"
             )
             raise ctx.error((*at, "when"), problem)
 

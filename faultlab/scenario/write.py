@@ -112,6 +112,8 @@ def _tool(spec: ToolSpec) -> list[str]:
     lines.append(f"result = {_string(spec.result)}")
     if spec.observes is not None:
         lines.append(f"observes = {_string(spec.observes)}")
+    if spec.retry_if is not None:
+        lines.append(f"retry_if = {_inline(spec.retry_if)}")
     if spec.calls:
         calls = [ToolCallSpec(c.tool, c.arguments) for c in spec.calls]
         lines.append(f"calls = {_calls(calls)}")

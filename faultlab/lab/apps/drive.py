@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from faultlab.lab.apps.fork import app_server, fork_app
 from faultlab.lab.apps.lgstate import PersistedThread, read_thread
-from faultlab.lab.apps.pastate import read_history
+from faultlab.lab.apps.storeread import READ_BY_APP, STORE_SUFFIXES, read_by_app
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case
 from faultlab.lab.process.reference import Reference, read_ledger, slug
@@ -50,20 +51,24 @@ SAVE_POLICIES = ("node", "run")
 # The child module of each framework; every one exposes `main(argv)` and
 # `preload(app)` (a fork server preloads once, then runs main per child).
 _CHILD_MODULES = {"langgraph": "faultlab.lab.apps.lgchild",
-                  "pydantic-ai": "faultlab.lab.apps.pachild"}  # fmt: skip
+                  "pydantic-ai": "faultlab.lab.apps.pachild",
+                  "openai-agents": "faultlab.lab.apps.oachild"}  # fmt: skip
 FRAMEWORKS = tuple(_CHILD_MODULES)
 # Each framework's comparison dimension (the child's `--durability` slot):
 # its name in `--compare NAME=...`, its values, the default.
 MODES = {"langgraph": ("durability", DURABILITIES, "async"),
-         "pydantic-ai": ("save", SAVE_POLICIES, "node")}  # fmt: skip
-_STORES = {"langgraph": "checkpoints.sqlite", "pydantic-ai": "history.json"}
+         "pydantic-ai": ("save", SAVE_POLICIES, "node"),
+         "openai-agents": ("runner", ("run",), "run")}  # fmt: skip
+_STORES = {"langgraph": "checkpoints.sqlite", "pydantic-ai": "history.json",
+           "openai-agents": "session.sqlite"}  # fmt: skip
 # resume: the framework's own (invoke(None); agent.run(None, history));
 # resend: the user sends their last message again; hook: the app's
 # `before_resume` (its installed repair), then the framework's resume;
 # repair (pydantic-ai): the framework's own `repair_messages`, then the
 # message again, as pydantic-ai tells an app to.
 RESUME_STYLES = ("resume", "resend", "hook", "repair")
-_STYLES = {"langgraph": ("resume", "resend", "hook"), "pydantic-ai": RESUME_STYLES}
+_STYLES = {"langgraph": ("resume", "resend", "hook"), "pydantic-ai": RESUME_STYLES,
+           "openai-agents": ("resume", "resend", "hook")}  # fmt: skip
 # The boundaries of a store's writes (checkpoints, pending writes, a saved history).
 WRITES = ("checkpoint/put", "checkpoint/writes", "history/save")
 SPAWNS = ("fork", "exec")
@@ -77,8 +82,9 @@ def parse_app(spec: str) -> tuple[str, str]:
     module, _, factory = target.rpartition(":")
     if framework not in _CHILD_MODULES:
         raise LabUsageError(f"--app {spec}: the supported frameworks are langgraph "
-                            "(langgraph:MODULE:FACTORY) and pydantic-ai "
-                            "(pydantic-ai:MODULE:FACTORY)")  # fmt: skip
+                            "(langgraph:MODULE:FACTORY), pydantic-ai "
+                            "(pydantic-ai:MODULE:FACTORY) and openai-agents "
+                            "(openai-agents:MODULE:FACTORY)")  # fmt: skip
     if not module or not factory.isidentifier():
         raise LabUsageError(f"--app {spec}: expected {framework}:MODULE:FACTORY")
     return framework, target
@@ -152,16 +158,17 @@ class AppRig(ServerRig):
         killed, hung message)."""
         return self.finish(self.start(action, turn=turn, fail=fail), armed=armed)
 
-    def start(self, action: str, *, turn: int = 0,
-              fail: str | None = None) -> _Run:  # fmt: skip
-        """Start one child of the case."""
+    def start(self, action: str, *, turn: int = 0, fail: str | None = None,
+              extra: Sequence[str] = ()) -> _Run:  # fmt: skip
+        """Start one child of the case (`extra`: more of its arguments; a
+        repeated option's last value wins)."""
         self.runs += 1
         name = f"run{self.runs}-{action}"
         argv = [sys.executable, "-m", _CHILD_MODULES[self.framework], self.scenario_path,
                 "--app", self.options.target, "--db", str(self.db),
                 "--ledger", str(self.ledger), "--gate", str(self.bridge.path),
                 "--durability", self.options.durability, "--action", action,
-                "--from-turn", str(turn)] + (["--fail", fail] if fail else [])  # fmt: skip
+                "--from-turn", str(turn), *(["--fail", fail] if fail else []), *extra]  # fmt: skip
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH")) if p)
         self.gate.note("app/start", run=self.runs, action=action)
@@ -207,12 +214,12 @@ class AppRig(ServerRig):
     def persisted(self, name: str) -> PersistedThread:
         """The thread now, read with the framework's serializer; the raw
         store and the reading are kept beside the records."""
-        for suffix in ("", "-wal", "-shm"):  # bounded, never through a link
+        for suffix in STORE_SUFFIXES:  # bounded, never through a link
             source = self.db.with_name(self.db.name + suffix)
             copy_target(source, self.where / f"{name}{self.db.suffix}{suffix}",
                         what="app store")  # fmt: skip
-        if self.framework == "pydantic-ai":
-            thread = read_history(self.db)
+        if self.framework in READ_BY_APP:  # the app's own loader, in a child
+            thread = read_by_app(self, name)
         else:
             thread = read_thread(self.db, _THREAD)
         self.write_json(f"{name}.thread.json", thread.to_json())

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from faultlab.lab.apps.drive import WRITES, AppOptions, AppRig, plan_app_points
 from faultlab.lab.apps.lgstate import PersistedThread
+from faultlab.lab.apps.storeread import StoreUnreadable
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.fault import Fault, Planning, fault_named, fault_table
 from faultlab.lab.oracle.apps import AppObservation, check_app
@@ -84,6 +85,13 @@ def _last_turn(records: Sequence[GateRecord]) -> int:
     return turns[-1] if turns else 0
 
 
+def _unreadable(when: str, error: StoreUnreadable) -> Judged:
+    """The app's own loader cannot read its store: the app could not
+    resume, and nothing it persisted can be judged (never read as empty)."""
+    return "fail", [Violation("STORE_UNREADABLE", f"{when}: {error.reason}",
+                              {"when": when, "reason": error.reason})]  # fmt: skip
+
+
 def _recover(case: Case, reference: Reference, rig: AppRig, style: str, *, reached: bool,
              status: int | None, hung_run: str | None) -> Judged:  # fmt: skip
     """After the crash child: its verdict when it hung or never reached the
@@ -94,16 +102,23 @@ def _recover(case: Case, reference: Reference, rig: AppRig, style: str, *, reach
         return drifted(f"the app never reached {case.occurrence} (the fault-free run did); "
                        f"it exited {status}")  # fmt: skip
     crash = rig.gate.snapshot()
-    at_kill = rig.persisted("at-kill")
+    try:
+        at_kill = rig.persisted("at-kill")
+    except StoreUnreadable as error:
+        return _unreadable("at the kill", error)
     r_status, _, r_hung = rig.run(style, turn=_last_turn(crash))
-    final = rig.persisted("final")
+    resume_name = f"run{rig.runs}-{style}"  # before a reading child takes the next number
+    try:
+        final = rig.persisted("final")
+    except StoreUnreadable as error:
+        return _unreadable("after the recovery", error)
     records = rig.gate.snapshot()
     observation = AppObservation(
         scenario=reference.scenario, crash=tuple(crash), resume=tuple(records[len(crash):]),
         ledger=read_ledger(rig.ledger), reference_ledger=reference.ledger,
         durable_at_kill=_durable(at_kill), final=final.history, style=style,
         resume_status=r_status or 0,
-        resume_stderr=rig.tail(f"run{rig.runs}-{style}.stderr", 3000), forks=final.forks,
+        resume_stderr=rig.tail(f"{resume_name}.stderr", 3000), forks=final.forks,
     )  # fmt: skip
     violations = check_app(observation)
     if r_hung:
@@ -156,11 +171,19 @@ def _second_writer(case: Case, reference: Reference, rig: AppRig) -> Judged:
         return drifted(f"the app never reached {case.occurrence} (the fault-free run did); "
                        f"it exited {status}")  # fmt: skip
     crash = rig.gate.snapshot()
-    at_kill = rig.persisted("at-kill")
+    try:
+        at_kill = rig.persisted("at-kill")
+    except StoreUnreadable as error:
+        first.process.kill_tree()  # the case ends here
+        rig.finish(first)
+        return _unreadable("while the first writer was held", error)
     second_status, _, second_hung = rig.run("resume", turn=_last_turn(crash))
     rig.gate.release(survivors_proceed=True)  # the held first writer goes on
     first_status, _, first_hung = rig.finish(first)
-    final = rig.persisted("final")
+    try:
+        final = rig.persisted("final")
+    except StoreUnreadable as error:
+        return _unreadable("after both writers", error)
     records = rig.gate.snapshot()
     observation = AppObservation(
         scenario=reference.scenario, crash=tuple(crash), resume=tuple(records[len(crash):]),

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -22,7 +21,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pydantic_ai import RunContext, Tool, ToolFailed
+import orjson
+from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import (
     ModelMessage,
@@ -37,16 +37,18 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from faultlab.lab.apps.pastate import to_history
 from faultlab.lab.apps.script import (
+    ChildCase,
+    StoreWrites,
     argument_names,
     call_id,
     child_arguments,
+    request_problem,
     run_tool_body,
     scripted_step,
 )
-from faultlab.lab.read.histories import pairing_problems
 from faultlab.lab.servers.gate import GateClient
 from faultlab.lab.servers.ledger import LedgerWriter
-from faultlab.scenario import Scenario, load_scenario
+from faultlab.scenario import Scenario
 from faultlab.scenario.model import ToolSpec
 
 __all__ = ["SAVE_POLICIES", "HistoryProbe", "main", "preload", "scripted_model"]
@@ -62,11 +64,9 @@ def scripted_model(scenario: Scenario, gate: GateClient) -> FunctionModel:
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         history = to_history(messages)
-        gate.reach("model/request", digest=history.digest(), count=len(history.messages))
-        problems = pairing_problems(history)
-        if problems:
-            gate.note("model/rejected", problems=problems)
-            raise ModelHTTPError(400, MODEL_NAME, {"error": f"invalid request: {problems[0]}"})
+        problem = request_problem(gate, history)
+        if problem:
+            raise ModelHTTPError(400, MODEL_NAME, {"error": problem})
         turn, step, spec = scripted_step(scenario, history)
         parts: list[ModelResponsePart] = []
         if spec is None:
@@ -91,6 +91,8 @@ def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWr
         # Blocking on the gate blocks the event loop: the process stands
         # still at the boundary while the lab decides.
         failed, text = run_tool_body(spec, gate, ledger, str(ctx.tool_call_id), arguments)
+        if failed and spec.asks_retry(arguments):
+            raise ModelRetry(text)  # pydantic-ai's retry: a RetryPromptPart, the model asked again
         if failed:
             raise ToolFailed(text)
         return text
@@ -108,8 +110,8 @@ class HistoryProbe:
                  fail: str | None) -> None:  # fmt: skip
         self._load: Callable[[Path], Sequence[ModelMessage]] = module.load_history
         self._save: Callable[[Path, Sequence[ModelMessage]], None] = module.save_history
-        self.path, self.gate, self.fail = path, gate, fail
-        self.saves = 0
+        self.path = path
+        self.writes = StoreWrites(gate, fail)
         self._last = b""
 
     def load(self) -> list[ModelMessage]:
@@ -121,23 +123,16 @@ class HistoryProbe:
         raw = ModelMessagesTypeAdapter.dump_json(list(messages))
         if changed_only and raw == self._last:
             return
-        history = to_history(messages)
-        asked = [c.id for c in history.calls()]
-        answered = list(history.results())
-        self.saves += 1
-        self.gate.reach("history/save", asked=asked, answered=answered, count=len(messages))
-        if self.fail == f"history/save#{self.saves}":
-            self.gate.note("app/ioerror", at=self.fail)
-            raise OSError(errno.EIO, "faultlab: injected I/O error")
+        detail = self.writes.before(to_history(messages), len(messages))
         self._save(self.path, messages)
         self._last = raw
-        self.gate.reach("history/save-done", asked=asked, answered=answered, count=len(messages))
+        self.writes.after(detail)
 
 
 async def _turn(agent: Any, store: HistoryProbe, prompt: str | None,
-                history: list[ModelMessage], policy: str) -> None:  # fmt: skip
-    """One agent run over `history`, saved by the policy."""
-    async with agent.iter(prompt, message_history=history) as run:
+                history: list[ModelMessage], policy: str, deps: Any) -> None:  # fmt: skip
+    """One agent run over `history` with the app's `deps`, saved by the policy."""
+    async with agent.iter(prompt, message_history=history, deps=deps) as run:
         async for _node in run:
             if policy == "node":  # the messages of the node that just finished
                 store.save(run.all_messages())
@@ -154,6 +149,28 @@ def _module(app: str) -> tuple[ModuleType, Callable[..., Any]]:
     return module, getattr(module, name)
 
 
+def _deps(module: ModuleType) -> Any:
+    """The app's dependencies for a run: the module's `make_deps()` (called
+    once per process, as an app builds them at start), or None."""
+    make_deps = getattr(module, "make_deps", None)
+    return make_deps() if callable(make_deps) else None
+
+
+def read_store(module: ModuleType, store: Path, out: Path) -> int:
+    """The `read` action: the history the app's own `load_history` finds at
+    `store` (a copy of the case's store), written to `out` as the lab's
+    History; an app loader that raises is written as the store's error, so
+    the lab says STORE_UNREADABLE instead of reading it as empty."""
+    try:
+        messages = list(module.load_history(store))
+        reading: dict[str, Any] = {"count": len(messages),
+                                   "history": to_history(messages).to_json()}  # fmt: skip
+    except Exception as error:  # whatever the app's loader raises is the verdict's evidence
+        reading = {"error": f"{type(error).__name__}: {error}"[:2000]}
+    out.write_bytes(orjson.dumps(reading))
+    return 0
+
+
 def preload(app: str) -> None:
     """Import the framework (done by importing this module) and the user's
     module, and nothing else.  `app` is `MODULE:FACTORY`, as `main` takes
@@ -162,16 +179,15 @@ def preload(app: str) -> None:
 
 
 async def _drive(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario)
-    gate = GateClient(args.gate)
-    ledger = LedgerWriter(args.ledger)
     module, factory = _module(args.app)
-    before_resume = getattr(module, "before_resume", None)
-    if before_resume is not None:
-        gate.note("app/hook")  # the lab plans the `hook` resume style only then
-    tools = [_tool(t, scenario, gate, ledger) for t in scenario.tools]
+    if args.action == "read":  # neither the gate nor the ledger: a reading changes nothing
+        return read_store(module, Path(args.db), Path(args.out))
+    case = ChildCase.open(args, module)
+    scenario, gate, before_resume = case.scenario, case.gate, case.before_resume
+    tools = [_tool(t, scenario, gate, case.ledger) for t in scenario.tools]
     agent = factory(model=scripted_model(scenario, gate), tools=tools)
     store = HistoryProbe(module, Path(args.db), gate, args.fail)
+    deps = _deps(module)
     first = args.from_turn
     if args.action != "run":
         gate.note("app/resume", style=args.action, turn=first)
@@ -183,19 +199,20 @@ async def _drive(args: argparse.Namespace) -> int:
             history = list(before_resume(history))
         if args.action in ("resume", "hook") and history:
             prompt = None  # continue the run from the stored history
-        await _turn(agent, store, prompt, history, args.durability)
+        await _turn(agent, store, prompt, history, args.durability, deps)
         gate.reach("invoke/end", turn=first)
         first += 1
     for turn in range(first, len(scenario.turns)):
         gate.note("app/turn", turn=turn)
-        await _turn(agent, store, scenario.turns[turn].user, store.load(), args.durability)
+        await _turn(agent, store, scenario.turns[turn].user, store.load(), args.durability,
+                    deps)  # fmt: skip
         gate.reach("invoke/end", turn=turn)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.pachild", argv, modes=SAVE_POLICIES,
-                           actions=("resume", "resend", "hook", "repair"),
+                           actions=("resume", "resend", "hook", "repair", "read"),
                            store="the history store's path")  # fmt: skip
     return asyncio.run(_drive(args))
 

@@ -1,22 +1,17 @@
-# A pydantic-ai app's persisted message history, read with the framework's
-# own serializer (`ModelMessagesTypeAdapter`) into the lab's History, so the
-# oracle and `inspect` work on it.  pydantic_ai is imported inside the
-# reader, so the lab imports this module without the optional extra; the
-# conversion itself reads the messages' public fields (`kind`, `parts`,
-# `part_kind`) and needs no import, which lets the child (pachild) use it
-# for what its scripted model is sent.
+# pydantic-ai messages as the lab's History, so the oracle and `inspect`
+# work on them.  The conversion reads the messages' public fields (`kind`,
+# `parts`, `part_kind`) and needs no pydantic_ai import: the child
+# (pachild) uses it for what its scripted model is sent and for what the
+# app's own `load_history` finds in its store (the lab reads a store only
+# through the app's loader: faultlab/lab/apps/storeread.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from faultlab.lab.apps.lgstate import PersistedThread
-from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.histories import Call, History, Message
-from faultlab.userfiles import read_target
 
-__all__ = ["ERROR_OUTCOMES", "read_history", "to_history"]
+__all__ = ["ERROR_OUTCOMES", "to_history"]
 
 # ToolReturnPart outcomes that reach the model as an error (pydantic-ai's
 # own ERROR_OUTCOMES); a RetryPromptPart answering a call is one as well.
@@ -59,24 +54,3 @@ def to_history(messages: Sequence[Any]) -> History:
                           if getattr(p, "part_kind", "") == "tool-call")  # fmt: skip
             out.append(Message("assistant", text, calls))
     return History(tuple(out))
-
-
-def read_history(path: Path) -> PersistedThread:
-    """The history stored at `path` (pydantic-ai's JSON of a message list);
-    empty when there is none.  A file the serializer refuses (a torn write)
-    reads as empty too, with `damaged` set in `pending` so the reading says
-    so: that is what a resuming app finds."""
-    try:
-        from pydantic_ai.messages import ModelMessagesTypeAdapter
-    except ImportError:
-        raise LabUsageError("reading pydantic-ai histories needs faultlab[pydantic-ai]") from None
-    empty = History(())
-    raw = read_target(path, what="history store")  # bounded, regular, no link
-    if raw is None:
-        return PersistedThread(empty, (), (), (), empty)
-    try:
-        messages = ModelMessagesTypeAdapter.validate_json(raw) if raw.strip() else []
-    except ValueError as error:  # pydantic's ValidationError is a ValueError
-        note = ("damaged", str(error).splitlines()[0][:200])
-        return PersistedThread(empty, (note,), (), (), empty)
-    return PersistedThread(to_history(messages), (), ((len(messages), path.name),), (), empty)

@@ -8,16 +8,22 @@
 from __future__ import annotations
 
 import argparse
+import errno
 from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-from faultlab.lab.read.histories import History
+from faultlab.lab.read.histories import History, pairing_problems
 from faultlab.lab.servers.gate import GateClient
 from faultlab.lab.servers.ledger import LedgerWriter
-from faultlab.scenario import Scenario
+from faultlab.scenario import Scenario, load_scenario
 from faultlab.scenario.model import Step, ToolSpec
 
-__all__ = ["argument_names", "call_id", "child_arguments", "run_tool_body", "scripted_step"]
+__all__ = [
+    "ChildCase", "StoreWrites", "argument_names", "call_id", "child_arguments",
+    "request_problem", "run_tool_body", "scripted_step",
+]  # fmt: skip
 
 
 def scripted_step(scenario: Scenario, history: History) -> tuple[int, int, Step | None]:
@@ -48,6 +54,9 @@ def run_tool_body(spec: ToolSpec, gate: GateClient, ledger: LedgerWriter, call: 
     around its effect (an fsynced ledger line for `effect = "ledger"`),
     then (failed, result text)."""
     gate.reach("tool/started", callId=call, tool=spec.name)
+    if spec.asks_retry(arguments):  # rejected before its effect (`retry_if`)
+        gate.reach("tool/returned", callId=call, tool=spec.name, rejected=True)
+        return True, spec.retry_message
     if spec.effect == "ledger":
         key = call if spec.accepts_idempotency_key else None
         ledger.apply(call_id=call, tool=spec.name, arguments=arguments, key=key)
@@ -56,6 +65,63 @@ def run_tool_body(spec: ToolSpec, gate: GateClient, ledger: LedgerWriter, call: 
     if spec.fails:
         return True, spec.result or f"{spec.name} failed"
     return False, spec.result or "ok"
+
+
+def request_problem(gate: GateClient, history: History) -> str | None:
+    """A scripted model's request reported (`model/request`), and what a
+    model API would reject in it (a call unanswered before the next
+    message), noted as `model/rejected`; None when it is valid."""
+    gate.reach("model/request", digest=history.digest(), count=len(history.messages))
+    problems = pairing_problems(history)
+    if not problems:
+        return None
+    gate.note("model/rejected", problems=problems)
+    return f"invalid request: {problems[0]}"
+
+
+@dataclass(frozen=True, slots=True)
+class ChildCase:
+    """What every app child of a case opens: the scenario, the gate, the
+    world ledger, the app's optional `before_resume` (noted on the gate:
+    the lab plans the `hook` resume style only then)."""
+
+    scenario: Scenario
+    gate: GateClient
+    ledger: LedgerWriter
+    before_resume: Any
+
+    @classmethod
+    def open(cls, args: argparse.Namespace, module: ModuleType) -> ChildCase:
+        gate = GateClient(args.gate)
+        before_resume = getattr(module, "before_resume", None)
+        if before_resume is not None:
+            gate.note("app/hook")
+        return cls(load_scenario(args.scenario), gate, LedgerWriter(args.ledger), before_resume)
+
+
+class StoreWrites:
+    """The boundaries of an app store's writes, whatever the framework (a
+    pydantic-ai app's `save_history`, an Agents SDK session's `add_items`):
+    `history/save` before the app's write, with the calls the written
+    messages ask and answer, `history/save-done` after it; the armed write
+    (`--fail history/save#N`) fails with EIO before the app's write runs."""
+
+    def __init__(self, gate: GateClient, fail: str | None) -> None:
+        self.gate, self.fail = gate, fail
+        self.writes = 0
+
+    def before(self, history: History, count: int) -> dict[str, Any]:
+        detail = {"asked": [c.id for c in history.calls()], "answered": list(history.results()),
+                  "count": count}  # fmt: skip
+        self.writes += 1
+        self.gate.reach("history/save", **detail)
+        if self.fail == f"history/save#{self.writes}":
+            self.gate.note("app/ioerror", at=self.fail)
+            raise OSError(errno.EIO, "faultlab: injected I/O error")
+        return detail
+
+    def after(self, detail: dict[str, Any]) -> None:
+        self.gate.reach("history/save-done", **detail)
 
 
 def child_arguments(prog: str, argv: Sequence[str] | None, *, modes: Sequence[str],
@@ -74,4 +140,5 @@ def child_arguments(prog: str, argv: Sequence[str] | None, *, modes: Sequence[st
     parser.add_argument("--action", choices=("run", *actions), default="run")
     parser.add_argument("--from-turn", type=int, default=0)
     parser.add_argument("--fail", default=None, help="a store write to fail, BOUNDARY#N")
+    parser.add_argument("--out", default=None, help="where the `read` action writes its reading")
     return parser.parse_args(argv)

@@ -119,6 +119,11 @@ GUARANTEES: dict[str, tuple[str, str]] = {
         "the resumed agent could not find the crashed session: it failed, or started afresh "
         "with nothing of the session in its history",
     ),
+    "STORE_UNREADABLE": (
+        "recovery",
+        "the app's own loader could not read the store the crash left (it raised, or never "
+        "returned): the app cannot resume, and its persisted state is never read as empty",
+    ),
     "NONDETERMINISTIC": (
         "lab",
         "two runs of the same case differed (log, ledger or trace, times and ids normalised): "

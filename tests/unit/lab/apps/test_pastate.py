@@ -1,18 +1,20 @@
-# The reader of a pydantic-ai app's stored history: a file written with
-# pydantic-ai's own serializer reads into the lab's History; a missing file
-# is an empty history and a torn one says it is damaged.
+# Reading a pydantic-ai app's stored history: the child's `read` action runs
+# the app's own `load_history` and writes the lab's History; a loader that
+# raises is written as the store's error (the lab's STORE_UNREADABLE), never
+# as an empty history.
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
 pytest.importorskip("pydantic_ai")
 
 from pydantic_ai.messages import (
-    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
@@ -22,7 +24,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from faultlab.lab.apps.pastate import read_history
+from faultlab.lab.apps.pachild import read_store
 from faultlab.lab.read.histories import Call, History, Message
 
 STORED = [
@@ -34,24 +36,37 @@ STORED = [
 ]  # fmt: skip
 
 
-def test_a_stored_history_reads_as_the_labs_history(tmp_path: Path) -> None:
-    path = tmp_path / "history.json"
-    path.write_bytes(ModelMessagesTypeAdapter.dump_json(STORED))
-    thread = read_history(path)
-    assert thread.history == History((
+class _Store:
+    """A module-like app store: its loader returns `messages` or raises."""
+
+    def __init__(self, messages: list[Any] | None) -> None:
+        self.messages = messages
+        self.seen: list[Path] = []
+
+    def load_history(self, path: Path) -> list[Any]:
+        self.seen.append(path)
+        if self.messages is None:
+            raise ValueError("the app's format: bad magic")
+        return self.messages
+
+
+def test_the_apps_loader_reads_into_the_labs_history(tmp_path: Path) -> None:
+    store = _Store(STORED)
+    read_store(store, tmp_path / "store.db", tmp_path / "reading.json")  # type: ignore[arg-type]
+    reading = orjson.loads((tmp_path / "reading.json").read_bytes())
+    assert store.seen == [tmp_path / "store.db"]
+    assert reading["count"] == 3
+    assert History.from_json(reading["history"]) == History((
         Message("user", "pay 40"),
         Message("assistant", "Charging.", (Call("c1", "charge_card", {"amount": 40}),)),
         Message("tool", "declined", (), "c1", True),
     ))  # fmt: skip
-    assert thread.pending == ()
 
 
-def test_no_file_and_a_torn_file(tmp_path: Path) -> None:
-    assert read_history(tmp_path / "none.json").history.messages == ()
-    torn = tmp_path / "torn.json"
-    torn.write_bytes(ModelMessagesTypeAdapter.dump_json(STORED)[:40])
-    thread = read_history(torn)
-    assert thread.history.messages == () and thread.pending[0][0] == "damaged"
+def test_a_loader_that_raises_is_an_error_not_an_empty_history(tmp_path: Path) -> None:
+    read_store(_Store(None), tmp_path / "store.db", tmp_path / "r.json")  # type: ignore[arg-type]
+    reading = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert reading == {"error": "ValueError: the app's format: bad magic"}
 
 
 @pytest.mark.realprocess

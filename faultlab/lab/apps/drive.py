@@ -214,7 +214,11 @@ class AppRig(ServerRig):
         if self.framework == "pydantic-ai":
             thread = read_history(self.db)
         else:
-            thread = read_thread(self.db, _THREAD)
+            # The state key the app keeps its conversation in, as its child said.
+            keys = [r.get("messagesKey") for r in self.gate.snapshot()
+                    if r.get("fact") == "app/state"]  # fmt: skip
+            key = keys[-1] if keys and isinstance(keys[-1], str) else "messages"
+            thread = read_thread(self.db, _THREAD, messages_key=key)
         self.write_json(f"{name}.thread.json", thread.to_json())
         return thread
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import errno
 import importlib
+import inspect
 import sqlite3
 import sys
 import threading
+import traceback
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -33,7 +36,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import create_model
 
-from faultlab.lab.apps.lgstate import to_history
+from faultlab.lab.apps.callorder import CallOrder
+from faultlab.lab.apps.lgstate import read_thread, to_history
 from faultlab.lab.apps.script import (
     argument_names,
     call_id,
@@ -61,6 +65,7 @@ class ScriptedChatModel(BaseChatModel):
 
     scenario: Any
     gate: Any
+    order: Any = None  # the CallOrder its answers' calls will run in
 
     @property
     def _llm_type(self) -> str:
@@ -79,6 +84,8 @@ class ScriptedChatModel(BaseChatModel):
             self.gate.note("model/rejected", problems=problems)
             raise ValueError(f"400 invalid request: {problems[0]}")
         answer = self._answer(history)
+        if self.order is not None:
+            self.order.expect([str(c["id"]) for c in answer.tool_calls])
         self.gate.reach("model/answered", calls=[c["id"] for c in answer.tool_calls])
         return ChatResult(generations=[ChatGeneration(message=answer)])
 
@@ -91,14 +98,16 @@ class ScriptedChatModel(BaseChatModel):
         return AIMessage(content="".join(spec.chunks), tool_calls=calls)
 
 
-def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWriter) -> BaseTool:
+def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWriter,
+          order: CallOrder) -> BaseTool:  # fmt: skip
     fields: dict[str, Any] = {name: (Any, None) for name in argument_names(spec, scenario)}
     fields["tool_call_id"] = (Annotated[str, InjectedToolCallId], ...)
     schema = create_model(f"{spec.name}_args", **fields)
 
     def body(tool_call_id: str, **arguments: Any) -> str:
         given = {k: v for k, v in arguments.items() if v is not None}
-        failed, text = run_tool_body(spec, gate, ledger, tool_call_id, given)
+        with order.turn(tool_call_id):  # parallel calls take turns: stable kill points
+            failed, text = run_tool_body(spec, gate, ledger, tool_call_id, given)
         if failed:
             raise ValueError(text)
         return text
@@ -124,9 +133,11 @@ class CheckpointProbe(BaseCheckpointSaver[str]):
     """Wraps the app's saver: reports each write started and completed (with
     the tool calls it makes durable) and fails the armed one with EIO."""
 
-    def __init__(self, inner: SqliteSaver, gate: GateClient, fail: str | None) -> None:
+    def __init__(self, inner: SqliteSaver, gate: GateClient, fail: str | None, *,
+                 messages_key: str = "messages") -> None:  # fmt: skip
         super().__init__(serde=inner.serde)
         self.inner, self.gate, self.fail = inner, gate, fail
+        self.messages_key = messages_key
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -149,7 +160,7 @@ class CheckpointProbe(BaseCheckpointSaver[str]):
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:  # fmt: skip
-        asked, answered = _calls_in(checkpoint["channel_values"].get("messages", []))
+        asked, answered = _calls_in(checkpoint["channel_values"].get(self.messages_key, []))
         self._start("checkpoint/put", asked=asked, answered=answered)
         saved = self.inner.put(config, checkpoint, metadata, new_versions)
         self.gate.reach("checkpoint/put-done", asked=asked, answered=answered)
@@ -160,7 +171,7 @@ class CheckpointProbe(BaseCheckpointSaver[str]):
         asked: list[str] = []
         answered: list[str] = []
         for channel, value in writes:
-            if channel == "messages":
+            if channel == self.messages_key:
                 a, b = _calls_in(value)
                 asked += a
                 answered += b
@@ -193,10 +204,30 @@ class CheckpointProbe(BaseCheckpointSaver[str]):
         self.put_writes(config, writes, task_id, task_path)
 
 
-def _factory(spec: str) -> tuple[Any, Any]:
+def _app(spec: str) -> tuple[Any, Any, str]:
+    """The factory of MODULE:FACTORY, the module's `before_resume` (or
+    None) and the state key holding its conversation (`messages_key`,
+    default `messages`)."""
     module_name, _, name = spec.rpartition(":")
     module = importlib.import_module(module_name)
-    return getattr(module, name), getattr(module, "before_resume", None)
+    key = getattr(module, "messages_key", "messages")
+    if not isinstance(key, str) or not key:
+        raise TypeError(f"{module_name}.messages_key must be a state key (a string), "
+                        f"not {key!r}")  # fmt: skip
+    return getattr(module, name), getattr(module, "before_resume", None), key
+
+
+def _hook(before_resume: Any, graph: Any, config: RunnableConfig, durability: str) -> None:
+    """The app's repair; told the durability mode when it takes a
+    `durability` argument (or **kwargs), so one hook is right in every mode."""
+    try:
+        parameters = inspect.signature(before_resume).parameters.values()
+    except (TypeError, ValueError):
+        parameters = ()  # type: ignore[assignment]
+    if any(p.name == "durability" or p.kind is p.VAR_KEYWORD for p in parameters):
+        before_resume(graph, config, durability=durability)
+    else:
+        before_resume(graph, config)
 
 
 def preload(app: str) -> None:
@@ -207,30 +238,53 @@ def preload(app: str) -> None:
     importlib.import_module(app.rpartition(":")[0])
 
 
+def _unanswered(db: str, key: str) -> list[str]:
+    """The calls the persisted thread leaves unanswered, in call order:
+    what a resumed graph may run now."""
+    durable = read_thread(Path(db), THREAD, messages_key=key).durable()
+    results = durable.results()
+    return [c.id for c in durable.calls() if c.id not in results]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.lgchild", argv, modes=("async", "exit", "sync"),
                            actions=("resume", "resend", "hook"),
                            store="the SqliteSaver's database")  # fmt: skip
+    try:
+        _drive(args)
+    except Exception as error:  # the app's: its traceback, then one line that names it
+        traceback.print_exc()
+        notes = " ".join(getattr(error, "__notes__", ()))
+        print(f"faultlab: the app raised {type(error).__name__}: {error}"
+              + (f" ({notes})" if notes else ""), file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
+def _drive(args: Any) -> None:
     scenario = load_scenario(args.scenario)
     gate = GateClient(args.gate)
     ledger = LedgerWriter(args.ledger)
-    factory, before_resume = _factory(args.app)
+    factory, before_resume, key = _app(args.app)
+    gate.note("app/state", messagesKey=key)
     if before_resume is not None:
         gate.note("app/hook")  # the lab plans the `hook` resume style only then
     saver = SqliteSaver(sqlite3.connect(args.db, check_same_thread=False))
-    checkpointer = CheckpointProbe(saver, gate, args.fail)
-    model = ScriptedChatModel(scenario=scenario, gate=gate)
-    tools = [_tool(t, scenario, gate, ledger) for t in scenario.tools]
+    checkpointer = CheckpointProbe(saver, gate, args.fail, messages_key=key)
+    order = CallOrder(late=lambda call: gate.note("app/call-order-late", callId=call))
+    model = ScriptedChatModel(scenario=scenario, gate=gate, order=order)
+    tools = [_tool(t, scenario, gate, ledger, order) for t in scenario.tools]
     graph = factory(model=model, tools=tools, checkpointer=checkpointer)
     config: RunnableConfig = {"configurable": {"thread_id": THREAD}}
     first = args.from_turn
     if args.action != "run":
         gate.note("app/resume", style=args.action, turn=first)
         if args.action == "hook" and before_resume is not None:
-            before_resume(graph, config)
+            _hook(before_resume, graph, config, args.durability)
+        order.expect(_unanswered(args.db, key))
         if args.action == "resend" or graph.get_state(config).created_at is None:
             # Nothing durable to resume from (or the user's own way): send again.
-            graph.invoke({"messages": [HumanMessage(scenario.turns[first].user)]}, config,
+            graph.invoke({key: [HumanMessage(scenario.turns[first].user)]}, config,
                          durability=args.durability)  # fmt: skip
         else:
             graph.invoke(None, config, durability=args.durability)
@@ -238,10 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         first += 1
     for turn in range(first, len(scenario.turns)):
         gate.note("app/turn", turn=turn)
-        graph.invoke({"messages": [HumanMessage(scenario.turns[turn].user)]}, config,
+        graph.invoke({key: [HumanMessage(scenario.turns[turn].user)]}, config,
                      durability=args.durability)  # fmt: skip
         gate.reach("invoke/end", turn=turn)
-    return 0
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ __all__ = [
     "RESUME_STYLES",
     "SAVE_POLICIES",
     "SPAWNS",
+    "STORE_WRITES",
     "WRITES",
     "AppOptions",
     "AppRig",
@@ -66,6 +67,8 @@ RESUME_STYLES = ("resume", "resend", "hook", "repair")
 _STYLES = {"langgraph": ("resume", "resend", "hook"), "pydantic-ai": RESUME_STYLES}
 # The boundaries of a store's writes (checkpoints, pending writes, a saved history).
 WRITES = ("checkpoint/put", "checkpoint/writes", "history/save")
+# The write every run of a framework's app must reach (its coverage case).
+STORE_WRITES = {"langgraph": "checkpoint/put", "pydantic-ai": "history/save"}
 SPAWNS = ("fork", "exec")
 _THREAD = "faultlab-case"
 

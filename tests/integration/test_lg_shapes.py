@@ -62,6 +62,10 @@ CASES = [
                  "sigkill/resume/sync", "fail", RERUN, True, id="handwritten-resume-reruns"),
     pytest.param(f"{APPS}.handwritten:build_graph", TWO_CALLS, "model/request#2",
                  "sigkill/resume/sync", "pass", set(), True, id="handwritten-after-results"),
+    pytest.param(f"{APPS}.handwritten:build_args_only", TWO_CALLS, "tool/effect#1",
+                 "sigkill/resume/sync", "fail", RERUN, True, id="args-only-resume-reruns"),
+    pytest.param(f"{APPS}.handwritten:build_args_only", TWO_CALLS, "model/request#2",
+                 "sigkill/resume/sync", "pass", set(), True, id="args-only-after-results"),
     pytest.param(f"{APPS}.ownkey:build_graph", PAYMENT, "tool/effect#1",
                  "sigkill/resume/sync", "fail", RERUN, True, id="own-key-resume-reruns"),
     pytest.param(f"{APPS}.ownkey:build_graph", PAYMENT, "tool/effect#1",
@@ -88,7 +92,7 @@ def test_a_shape_gets_its_codes(app: str, scenario: str, occurrence: str, fault:
     assert found == codes if exact else codes <= found, result.violations
 
 
-@pytest.mark.parametrize("app", ["prebuilt:build_graph", "handwritten:build_graph"])
+@pytest.mark.parametrize("app", ["prebuilt:build_graph", "handwritten:build_args_only"])
 def test_parallel_calls_have_the_same_kill_point_names_in_every_run(app: str,
                                                                      tmp_path: Path) -> None:
     scenario = load_scenario(TWO_CALLS)

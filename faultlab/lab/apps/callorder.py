@@ -11,6 +11,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
+
+from faultlab.lab.read.histories import Call
 
 __all__ = ["CallOrder"]
 
@@ -28,13 +31,24 @@ class CallOrder:
             raise ValueError(f"CallOrder timeout must be positive, not {timeout!r}")
         self._timeout, self._late = timeout, late
         self._waiting: list[str] = []
+        self._calls: dict[str, Call] = {}
         self._changed = threading.Condition()
 
-    def expect(self, call_ids: Sequence[str]) -> None:
+    def expect(self, calls: Sequence[Call]) -> None:
         """The calls about to run, in call order (replaces what was expected)."""
         with self._changed:
-            self._waiting = list(dict.fromkeys(call_ids))
+            self._calls = {c.id: c for c in calls}
+            self._waiting = list(self._calls)
             self._changed.notify_all()
+
+    def identify(self, name: str, arguments: dict[str, Any]) -> str | None:
+        """The call a body invoked without its call id is running: the first
+        expected call of tool `name` with these arguments not yet run (a
+        tool node that passes only `call["args"]`, as LangGraph's own
+        tutorial does)."""
+        with self._changed:
+            return next((c for c in self._waiting if self._calls[c].name == name
+                         and self._calls[c].arguments == arguments), None)  # fmt: skip
 
     @contextmanager
     def turn(self, call_id: str) -> Iterator[None]:

@@ -17,15 +17,16 @@ import threading
 import traceback
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -45,7 +46,7 @@ from faultlab.lab.apps.script import (
     run_tool_body,
     scripted_step,
 )
-from faultlab.lab.read.histories import History, pairing_problems
+from faultlab.lab.read.histories import Call, History, pairing_problems
 from faultlab.lab.servers.gate import GateClient
 from faultlab.lab.servers.ledger import LedgerWriter
 from faultlab.scenario import Scenario, load_scenario
@@ -85,7 +86,7 @@ class ScriptedChatModel(BaseChatModel):
             raise ValueError(f"400 invalid request: {problems[0]}")
         answer = self._answer(history)
         if self.order is not None:
-            self.order.expect([str(c["id"]) for c in answer.tool_calls])
+            self.order.expect(to_history(answer).calls())
         self.gate.reach("model/answered", calls=[c["id"] for c in answer.tool_calls])
         return ChatResult(generations=[ChatGeneration(message=answer)])
 
@@ -98,22 +99,51 @@ class ScriptedChatModel(BaseChatModel):
         return AIMessage(content="".join(spec.chunks), tool_calls=calls)
 
 
+# The id of the tool call a scripted tool is running, when it was invoked
+# with the whole tool call (ToolNode, `tool.invoke(call)`).
+_CALL_ID: ContextVar[str | None] = ContextVar("faultlab_tool_call_id", default=None)
+
+
+class _ScriptedTool(StructuredTool):
+    """A StructuredTool that learns the id of the call it runs without
+    asking for it in its schema (no InjectedToolCallId): so a tool node that
+    invokes it with the arguments alone works too."""
+
+    def run(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _CALL_ID.set(kwargs.get("tool_call_id"))
+        try:
+            return super().run(tool_input, *args, **kwargs)
+        finally:
+            _CALL_ID.reset(token)
+
+    async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _CALL_ID.set(kwargs.get("tool_call_id"))
+        try:
+            return await super().arun(tool_input, *args, **kwargs)
+        finally:
+            _CALL_ID.reset(token)
+
+
 def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWriter,
           order: CallOrder) -> BaseTool:  # fmt: skip
     fields: dict[str, Any] = {name: (Any, None) for name in argument_names(spec, scenario)}
-    fields["tool_call_id"] = (Annotated[str, InjectedToolCallId], ...)
     schema = create_model(f"{spec.name}_args", **fields)
 
-    def body(tool_call_id: str, **arguments: Any) -> str:
+    def body(**arguments: Any) -> str:
         given = {k: v for k, v in arguments.items() if v is not None}
-        with order.turn(tool_call_id):  # parallel calls take turns: stable kill points
-            failed, text = run_tool_body(spec, gate, ledger, tool_call_id, given)
+        call = _CALL_ID.get() or order.identify(spec.name, given)
+        if call is None:
+            raise ValueError(f"faultlab: {spec.name} was invoked with arguments {given}, which "
+                             "no unanswered tool call of the model asked for; invoke a "
+                             "scripted tool with the model's tool call")  # fmt: skip
+        with order.turn(call):  # parallel calls take turns: stable kill points
+            failed, text = run_tool_body(spec, gate, ledger, call, given)
         if failed:
             raise ValueError(text)
         return text
 
-    return StructuredTool.from_function(func=body, name=spec.name, args_schema=schema,
-                                        description=f"the scenario's {spec.name} tool")  # fmt: skip
+    return _ScriptedTool(name=spec.name, func=body, args_schema=schema,
+                         description=f"the scenario's {spec.name} tool")  # fmt: skip
 
 
 def _calls_in(values: Any) -> tuple[list[str], list[str]]:
@@ -238,12 +268,12 @@ def preload(app: str) -> None:
     importlib.import_module(app.rpartition(":")[0])
 
 
-def _unanswered(db: str, key: str) -> list[str]:
+def _unanswered(db: str, key: str) -> list[Call]:
     """The calls the persisted thread leaves unanswered, in call order:
     what a resumed graph may run now."""
     durable = read_thread(Path(db), THREAD, messages_key=key).durable()
     results = durable.results()
-    return [c.id for c in durable.calls() if c.id not in results]
+    return [c for c in durable.calls() if c.id not in results]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

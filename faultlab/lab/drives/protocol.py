@@ -139,10 +139,12 @@ def reference_failed(case: Case, reference: Reference) -> CaseResult:
         verdict, violations = hung(f"the fault-free run {reference.stderr}")
         return CaseResult(case, verdict, tuple(violations))
     detail = reference.stderr.strip().splitlines()[-1:] or ["no output"]
+    # The output's tail goes with it (a traceback: the console and the
+    # report show it), bounded as the reference keeps it.
     violation = Violation(
         "REFERENCE_FAILED",
         f"the fault-free run exited with status {reference.returncode}: {detail[0]}",
-        {"status": reference.returncode},
+        {"status": reference.returncode, "output": reference.stderr.strip()[-3000:]},
     )
     return CaseResult(case, "error", (violation,))
 

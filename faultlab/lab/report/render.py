@@ -148,6 +148,12 @@ def markdown_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> s
                 continue
             lines.append(f"### `{r.case.id}` ({r.verdict})")
             lines += [f"- `{v.code}`: {v.message}" for v in r.violations]
+            for v in r.violations:
+                output = v.evidence.get("output")
+                if isinstance(output, str) and output:
+                    fence = "~~~~" if "~~~" in output else "~~~"
+                    lines += [f"- output of the failed run (`{v.code}`):", "", fence, output,
+                              fence, ""]  # fmt: skip
             lines.append(f"- replay: `{replay_command(r, report_dir)}`")
             lines.append(f"- artifacts: `failures/{slug(r.case.id)}/`; the problem shows in "
                          + ", ".join(f"`{name}`" for name in look_at(r)))  # fmt: skip
@@ -159,7 +165,11 @@ def look_at(result: CaseResult) -> list[str]:
     """The artifacts of a failing case that show its problems, most telling
     first (the crashed log for a loss; the world ledger and the final log
     for a duplicated effect)."""
-    names = [name for code in result.codes for name in where_to_look(code)] or ["violations.json"]
+    if "dir" not in result.artifacts:
+        return ["violations.json"]  # no kept directory: the folder holds its violations
+    folder = Path(result.artifacts["dir"])
+    names = [name for code in result.codes
+             for name in where_to_look(code, folder)] or ["violations.json"]  # fmt: skip
     return list(dict.fromkeys(names))
 
 

@@ -19,6 +19,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from faultlab.lab.apps.callorder import CallOrder
 from faultlab.lab.apps.lgstate import read_thread
+from faultlab.lab.read.histories import Call
 
 THREAD = "faultlab-case"
 ASK = AIMessage("Charging.", tool_calls=[{"name": "charge_card", "args": {}, "id": "c1"}])
@@ -57,7 +58,7 @@ def test_what_a_subgraph_in_flight_made_durable_counts(tmp_path: Path) -> None:
 
 def test_parallel_bodies_take_turns_in_call_order() -> None:
     order = CallOrder(timeout=10)
-    order.expect(["a", "b", "c"])
+    order.expect([Call(c, "lookup") for c in ("a", "b", "c")])
     ran: list[str] = []
 
     def body(call: str) -> None:
@@ -76,9 +77,20 @@ def test_parallel_bodies_take_turns_in_call_order() -> None:
 def test_a_call_left_out_delays_the_rest_only_until_the_timeout() -> None:
     late: list[str] = []
     order = CallOrder(timeout=0.05, late=late.append)
-    order.expect(["a", "b"])
+    order.expect([Call("a", "lookup"), Call("b", "lookup")])
     with order.turn("b"):  # "a" never runs
         pass
     assert late == ["b"]
     with pytest.raises(ValueError, match="timeout"):
         CallOrder(timeout=0)
+
+
+def test_a_call_invoked_with_its_arguments_alone_is_identified() -> None:
+    order = CallOrder()
+    order.expect([Call("a", "lookup", {"order": 7}), Call("b", "lookup", {"order": 8}),
+                  Call("c", "lookup", {"order": 8})])  # fmt: skip
+    assert order.identify("lookup", {"order": 8}) == "b"
+    with order.turn("b"):
+        pass
+    assert order.identify("lookup", {"order": 8}) == "c"  # b has run
+    assert order.identify("charge", {"order": 8}) is None

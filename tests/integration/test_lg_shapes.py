@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,50 @@ def test_an_app_that_does_not_run_the_calls_is_nothing_tested(
                         cwd=REPO, timeout=180)  # fmt: skip
     assert "NOTHING_TESTED" not in good.stderr, good.stderr
     assert re.search(r"1 case\(s\) in .*1 pass", good.stderr), good.stderr
+
+
+def _named(stderr: str) -> list[tuple[list[str], Path]]:
+    """Each `look at: A, B in FOLDER/` line of the console: (names, folder)."""
+    found = re.findall(r"look at: (.+) in (\S+)/\n", stderr)
+    return [(names.split(", "), Path(folder)) for names, folder in found]
+
+
+def test_an_app_that_raises_shows_its_traceback_and_names_only_files_it_kept(
+    faultlab_cli: CLI, tmp_path: Path,
+) -> None:
+    reports = tmp_path / "reports"
+    done = faultlab_cli("explore", PAYMENT, "--app", f"{APPS}.raising:build_graph",
+                        "--faults", "sigkill", "--report-dir", str(reports),
+                        cwd=REPO, timeout=180)  # fmt: skip
+    assert done.code == 1, done.stderr
+    assert "the app raised RuntimeError: the refund service is down" in done.stderr
+    assert 'raise RuntimeError("the refund service is down")' in done.stderr  # the traceback
+    report = next(reports.glob("2*/report.md")).read_text()
+    assert "Traceback (most recent call last)" in report
+    named = _named(done.stderr)
+    assert named, done.stderr
+    for names, folder in named:
+        assert all((folder / name).is_file() for name in names), (names, sorted(folder.iterdir()))
+    # The replay command it printed works.
+    replay = re.search(r"replay:  (faultlab replay .+)\n", done.stderr)
+    assert replay is not None, done.stderr
+    again = faultlab_cli(*shlex.split(replay.group(1))[1:], cwd=REPO, timeout=180)
+    assert "REFERENCE_FAILED" in again.stderr and "Traceback" not in again.stderr, again.stderr
+
+
+def test_a_failing_app_case_names_files_it_kept_and_its_replay_works(
+    faultlab_cli: CLI, tmp_path: Path,
+) -> None:
+    reports = tmp_path / "reports"
+    done = faultlab_cli("explore", TWO_CALLS, "--app", f"{APPS}.prebuilt:build_graph",
+                        "--compare", "durability=sync", "--faults", "sigkill",
+                        "-k", "tool/effect and resume", "--report-dir", str(reports),
+                        cwd=REPO, timeout=300)  # fmt: skip
+    assert done.code == 1, done.stderr
+    named = _named(done.stderr)
+    assert named, done.stderr
+    for names, folder in named:
+        assert all((folder / name).is_file() for name in names), (names, sorted(folder.iterdir()))
+    for command in dict.fromkeys(re.findall(r"replay:  (faultlab .+)\n", done.stderr)):
+        again = faultlab_cli(*shlex.split(command)[1:], cwd=REPO, timeout=300)
+        assert again.code == 1 and "same verdict" in again.stderr, (command, again.stderr)

@@ -172,3 +172,23 @@ def test_a_failing_app_case_names_files_it_kept_and_its_replay_works(
     for command in dict.fromkeys(re.findall(r"replay:  (faultlab .+)\n", done.stderr)):
         again = faultlab_cli(*shlex.split(command)[1:], cwd=REPO, timeout=300)
         assert again.code == 1 and "same verdict" in again.stderr, (command, again.stderr)
+
+
+@pytest.mark.parametrize(("spec", "says"), [
+    (f"{APPS}.nosuch:build_graph", "no module named tests.fixtures.lgapps.nosuch"),
+    (f"{APPS}.badspecs:nosuch", "defines no factory nosuch"),
+    (f"{APPS}.badspecs:raising", "raised KeyError: 'REFUND_API_URL'"),
+    (f"{APPS}.badspecs:not_a_graph", "not a compiled LangGraph graph"),
+    (f"{APPS}.badspecs:uncompiled", "return builder.compile(checkpointer=checkpointer)"),
+    (f"{APPS}.badspecs:no_checkpointer", "without the checkpointer it was passed"),
+    ("langgraph:examples.pydantic_ai_refund:build_agent",
+     "defines a pydantic-ai app; use pydantic-ai:"),
+])  # fmt: skip
+def test_a_bad_app_spec_exits_2_with_one_line(spec: str, says: str, faultlab_cli: CLI) -> None:
+    done = faultlab_cli("explore", PAYMENT, "--app", spec, "--no-report", cwd=REPO, timeout=180)
+    assert done.code == 2, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    # One error line (beside the run's header and progress notes).
+    lines = [line for line in done.stderr.splitlines() if line.startswith("faultlab")]
+    assert len(lines) == 1 and says in lines[0], done.stderr
+    assert done.left == (), done.left

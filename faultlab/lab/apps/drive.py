@@ -235,6 +235,11 @@ def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOption
     finally:
         rig.close()
     records = rig.gate.snapshot()
+    # A child that could not use the --app spec says so in one line and
+    # exits 2: the run is refused as a usage error, before any case.
+    said = rig.tail("run1-run.stderr", 3000).strip().splitlines()[-1:]
+    if status == 2 and said and said[0].startswith("faultlab: --app "):
+        raise LabUsageError(said[0].removeprefix("faultlab: "))
     return Reference(
         scenario=scenario, scenario_path=scenario_path, trace=as_trace(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),

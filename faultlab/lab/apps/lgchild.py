@@ -52,7 +52,7 @@ from faultlab.lab.servers.ledger import LedgerWriter
 from faultlab.scenario import Scenario, load_scenario
 from faultlab.scenario.model import ToolSpec
 
-__all__ = ["CheckpointProbe", "ScriptedChatModel", "main", "preload"]
+__all__ = ["AppSpecError", "CheckpointProbe", "ScriptedChatModel", "main", "preload"]
 
 THREAD = "faultlab-case"
 
@@ -234,17 +234,61 @@ class CheckpointProbe(BaseCheckpointSaver[str]):
         self.put_writes(config, writes, task_id, task_path)
 
 
+class AppSpecError(Exception):
+    """The --app spec names no usable LangGraph app (a usage error, exit 2)."""
+
+
 def _app(spec: str) -> tuple[Any, Any, str]:
     """The factory of MODULE:FACTORY, the module's `before_resume` (or
     None) and the state key holding its conversation (`messages_key`,
     default `messages`)."""
     module_name, _, name = spec.rpartition(":")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name is not None and module_name.startswith(error.name):
+            raise AppSpecError(f"no module named {module_name} (faultlab imports it with the "
+                               "working directory on PYTHONPATH)") from None  # fmt: skip
+        raise AppSpecError(f"importing {module_name} failed: {error}") from None
+    except Exception as error:
+        raise AppSpecError(f"importing {module_name} raised {type(error).__name__}: "
+                           f"{error}") from None  # fmt: skip
+    if hasattr(module, "load_history") and hasattr(module, "save_history"):
+        raise AppSpecError(f"{module_name} defines load_history and save_history: this module "
+                           "defines a pydantic-ai app; use pydantic-ai:MODULE:FACTORY")  # fmt: skip
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise AppSpecError(f"{module_name} defines no factory {name}(*, model, tools, "
+                           "checkpointer)")  # fmt: skip
     key = getattr(module, "messages_key", "messages")
     if not isinstance(key, str) or not key:
-        raise TypeError(f"{module_name}.messages_key must be a state key (a string), "
-                        f"not {key!r}")  # fmt: skip
-    return getattr(module, name), getattr(module, "before_resume", None), key
+        raise AppSpecError(f"{module_name}.messages_key must be a state key (a string), "
+                           f"not {key!r}")  # fmt: skip
+    return factory, getattr(module, "before_resume", None), key
+
+
+def _built(factory: Any, name: str, checkpointer: CheckpointProbe, **given: Any) -> Any:
+    """The app's graph, checked to be a compiled LangGraph graph persisted
+    by the checkpointer it was given."""
+    try:
+        graph = factory(checkpointer=checkpointer, **given)
+    except Exception as error:
+        raise AppSpecError(f"{name}(model=..., tools=..., checkpointer=...) raised "
+                           f"{type(error).__name__}: {error}") from None  # fmt: skip
+    kind = f"{type(graph).__module__}.{type(graph).__qualname__}"
+    if kind.startswith("pydantic_ai."):
+        raise AppSpecError(f"{name} returned a pydantic-ai {type(graph).__name__}: this module "
+                           "defines a pydantic-ai app; use pydantic-ai:MODULE:FACTORY")  # fmt: skip
+    if hasattr(graph, "compile") and not hasattr(graph, "get_state"):
+        raise AppSpecError(f"{name} returned an uncompiled {type(graph).__name__}: return "
+                           "builder.compile(checkpointer=checkpointer)")  # fmt: skip
+    if not (hasattr(graph, "invoke") and hasattr(graph, "get_state")):
+        raise AppSpecError(f"{name} returned {kind}, not a compiled LangGraph graph")
+    if getattr(graph, "checkpointer", None) is not checkpointer:
+        raise AppSpecError(f"{name} returned a graph without the checkpointer it was passed: "
+                           "compile it with checkpointer=checkpointer (faultlab tests the "
+                           "thread it persists)")  # fmt: skip
+    return graph
 
 
 def _hook(before_resume: Any, graph: Any, config: RunnableConfig, durability: str) -> None:
@@ -282,6 +326,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                            store="the SqliteSaver's database")  # fmt: skip
     try:
         _drive(args)
+    except AppSpecError as error:  # one line, the usage exit (the lab refuses the run)
+        print(f"faultlab: --app langgraph:{args.app}: {error}", file=sys.stderr)
+        return 2
     except Exception as error:  # the app's: its traceback, then one line that names it
         traceback.print_exc()
         notes = " ".join(getattr(error, "__notes__", ()))
@@ -304,7 +351,7 @@ def _drive(args: Any) -> None:
     order = CallOrder(late=lambda call: gate.note("app/call-order-late", callId=call))
     model = ScriptedChatModel(scenario=scenario, gate=gate, order=order)
     tools = [_tool(t, scenario, gate, ledger, order) for t in scenario.tools]
-    graph = factory(model=model, tools=tools, checkpointer=checkpointer)
+    graph = _built(factory, args.app.rpartition(":")[2], checkpointer, model=model, tools=tools)
     config: RunnableConfig = {"configurable": {"thread_id": THREAD}}
     first = args.from_turn
     if args.action != "run":

@@ -71,6 +71,12 @@ CASES = [
                  "sigkill/resume/sync", "fail", RERUN, True, id="own-key-resume-reruns"),
     pytest.param(f"{APPS}.ownkey:build_graph", PAYMENT, "tool/effect#1",
                  "sigkill/hook/sync", "pass", set(), True, id="own-key-recipe-passes"),
+    # `sync`, killed as the checkpoint that schedules the tools is written:
+    # the call is durable as a pending write and never started; the hook,
+    # told the durability, leaves it to invoke(None), which runs it once.
+    pytest.param("langgraph:examples.langgraph_refund.repaired:build_graph", PAYMENT,
+                 "checkpoint/put#3", "sigkill/hook/sync", "pass", set(), True,
+                 id="never-started-then-ran-once-is-right"),
     # The charge takes the call id as its key: the re-run applied nothing more.
     pytest.param("langgraph:examples.langgraph_refund:build_graph", KEYED, "tool/effect#1",
                  "sigkill/resume/sync", "pass", set(), True, id="keyed-rerun-is-absorbed"),

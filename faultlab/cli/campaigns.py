@@ -74,6 +74,9 @@ def bench(quick: bool, as_json: bool, out: Path) -> int:
 @click.option("--quick", is_flag=True,
               help="Only each variant's documented catching cases (and the reference runtime "
               "on the same cases): the CI subset.")  # fmt: skip
+@click.option("--exhaustive", is_flag=True,
+              help="Explore every case of every variant (default: its documented catching "
+              "cases first, every case only when they do not catch it).")  # fmt: skip
 @click.option("--variants", "names", metavar="NAMES", help="Comma-separated variants to run.")
 @click.option(
     "--zoo", type=click.Path(dir_okay=False, path_type=Path),
@@ -89,8 +92,9 @@ def bench(quick: bool, as_json: bool, out: Path) -> int:
 @show.color
 @guarded
 def selftest(
-    quick: bool, names: str | None, zoo: Path | None, jobs: int, timeout: float, as_json: bool,
-    report_dir: Path, no_report: bool, spawn: str, color_choice: str,
+    quick: bool, exhaustive: bool, names: str | None, zoo: Path | None, jobs: int,
+    timeout: float, as_json: bool, report_dir: Path, no_report: bool, spawn: str,
+    color_choice: str,
 ) -> int:  # fmt: skip
     """Prove the oracle: every broken runtime of the zoo must be caught with its
     expected code, and the reference runtime must raise no false alarm."""
@@ -101,7 +105,10 @@ def selftest(
 
     registry = lab.load_zoo(zoo if zoo is not None else lab.default_zoo_path())
     chosen = registry.select(names)
-    mode = "quick cases" if quick else "every fault on their scenarios"
+    if quick and exhaustive:
+        raise UserError("--quick cannot be combined with --exhaustive")
+    mode = "quick cases" if quick else (
+        "every fault on their scenarios" if exhaustive else "documented cases first")
     say(f"selftest: {len(chosen)} variant(s) of {registry.path} ({mode}), {jobs} job(s)")
 
     def progress(row: SelftestRow) -> None:
@@ -114,7 +121,7 @@ def selftest(
         try:
             result = lab.run_selftest(registry, variants=chosen, quick=quick, jobs=jobs,
                                       workdir=work, spawn=spawn, timeout=timeout,
-                                      progress=progress)  # fmt: skip
+                                      progress=progress, exhaustive=exhaustive)  # fmt: skip
         except lab.SelftestInterrupted as stop:
             result = stop.partial
     say()

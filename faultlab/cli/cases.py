@@ -17,11 +17,11 @@ import orjson
 
 from faultlab.cli import driving, show
 from faultlab.cli import options as opt
-from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, emit_json, guarded, say
+from faultlab.cli.output import EXIT_OK, EXIT_VIOLATIONS, UserError, emit_json, guarded, say
 from faultlab.userfiles import check_exists
 
 if TYPE_CHECKING:
-    from faultlab.lab import Shard
+    from faultlab.lab import Lag, Shard
 
 __all__ = ["explore", "run"]
 
@@ -85,7 +85,8 @@ class _PlanProgress:
 @click.option(
     "--delays", metavar="MS,...",
     help="With --agent: kill each boundary occurrence this many ms after it "
-    "(default 0,50,200,1000).",
+    "(default 0,50,200,1000); 'bisect': find, per boundary, the delay after which the "
+    "outcome stops changing (the agent's persistence lag, 0 to 1000 ms).",
 )  # fmt: skip
 @click.option(
     "--repeats", type=opt.whole(1, 1000), default=1, show_default=True,
@@ -140,6 +141,14 @@ def explore(
     verbosity = verbose - quiet
     paint = show.style(color_choice)
     name = driving.drive_name(drive=drive, agent=agent, app=app)
+    bisecting = delays is not None and delays.strip() == "bisect"
+    if bisecting:
+        if name != "agent":
+            raise UserError("--delays bisect applies to --agent only")
+        if shard is not None or last_failed or exitfirst or maxfail is not None:
+            raise UserError("--delays bisect cannot be combined with --shard, --lf, -x or "
+                            "--maxfail (its rounds depend on the cases before them)")  # fmt: skip
+        delays = None
     given = driving.given_options(ctx, name, policy=policy, target=target, backend=backend,
                                   spawn=spawn, max_double=max_double_cases, agent=agent,
                                   delays=delays, repeats=repeats, app=app,
@@ -177,16 +186,28 @@ def explore(
                 "kill point")  # fmt: skip
         progress = show.Progress(verbosity=verbosity, paint=paint)
         with contextlib.closing(progress):
+            lags: tuple[Lag, ...] = ()
             try:
-                result = lab.explore(made, loaded, faults=fault_names, jobs=jobs, shard=shard,
-                                     progress=progress, select=select,
-                                     plan_progress=_PlanProgress(),
-                                     max_cases=max_cases)  # fmt: skip
+                if bisecting:
+                    bisected = lab.bisect_delays(made, loaded, faults=fault_names, jobs=jobs,
+                                                 repeats=repeats, keyword=keyword,
+                                                 progress=progress)  # fmt: skip
+                    result, lags = bisected.explored, bisected.lags
+                else:
+                    result = lab.explore(made, loaded, faults=fault_names, jobs=jobs,
+                                         shard=shard, progress=progress, select=select,
+                                         plan_progress=_PlanProgress(),
+                                         max_cases=max_cases)  # fmt: skip
             except lab.Interrupted as stop:
                 result = stop.partial
-        return driving.finish(result, made, given, timeout=timeout, as_json=as_json,
+        code = driving.finish(result, made, given, timeout=timeout, as_json=as_json,
                               report_dir=None if no_report else report_dir,
                               verbosity=verbosity, paint=paint)  # fmt: skip
+        if lags:
+            say(f"persistence lag by bisection ({len(result.results)} case(s)):")
+            for lag in lags:
+                say(f"  {lag.summary()}")
+        return code
 
 
 def _say_records(path: Path) -> None:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         workdir,
     )
     from faultlab.lab.campaigns.appexplore import app_matrix, by_mode
+    from faultlab.lab.campaigns.bisect import BisectResult, Lag, bisect_delays
     from faultlab.lab.campaigns.engine import explore, fuzz, run_case
     from faultlab.lab.campaigns.explore import (
         COVERAGE,
@@ -129,6 +130,7 @@ __all__ = [
     "MAX_TIMEOUT",
     "MIN_TIMEOUT",
     "SUPPORTED_FAULTS",
+    "BisectResult",
     "Case",
     "CaseResult",
     "CrashLab",
@@ -142,6 +144,7 @@ __all__ = [
     "Interrupted",
     "LabOptions",
     "LabUsageError",
+    "Lag",
     "LogEvent",
     "LogView",
     "MergeResult",
@@ -161,6 +164,7 @@ __all__ = [
     "Zoo",
     "ZooVariant",
     "app_matrix",
+    "bisect_delays",
     "bundled_adapters",
     "bundled_scenarios",
     "by_mode",
@@ -315,6 +319,9 @@ _ON_USE = {
     "app_matrix": "faultlab.lab.campaigns.appexplore",
     "by_mode": "faultlab.lab.campaigns.appexplore",
     "explore": "faultlab.lab.campaigns.engine",
+    "BisectResult": "faultlab.lab.campaigns.bisect",
+    "Lag": "faultlab.lab.campaigns.bisect",
+    "bisect_delays": "faultlab.lab.campaigns.bisect",
     "fuzz": "faultlab.lab.campaigns.engine",
     "run_case": "faultlab.lab.campaigns.engine",
     "DRIVE_NAMES": "faultlab.lab.drives",

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from faultlab.cli import main
+from faultlab.lab.process.reference import NOT_TRACED
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = str(ROOT / "scenarios" / "chat.toml")
@@ -25,10 +26,10 @@ pytestmark = [
 
 
 def explore(
-    tmp_path: Path, *extra: str, env: dict[str, str] | None = None
+    tmp_path: Path, *extra: str, env: dict[str, str] | None = None, faults: str = "power-loss"
 ) -> tuple[int, str, dict[str, Any]]:
     reports = tmp_path / "reports"
-    args = ["explore", CHAT, "--faults", "power-loss", "--report-dir", str(reports), *extra]
+    args = ["explore", CHAT, "--faults", faults, "--report-dir", str(reports), *extra]
     result = CliRunner().invoke(main, args, env=env)
     summary = orjson.loads((reports / "latest" / "summary.json").read_bytes())
     report = (reports / "latest" / "report.md").read_text()
@@ -67,3 +68,17 @@ def test_a_bad_ground_truth_is_a_one_line_usage_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "FAULTLAB_GROUND_TRUTH='maybe'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_no_trace_is_taken_when_no_planned_fault_reads_one(tmp_path: Path) -> None:
+    # sigkill and sigterm are judged on the log, the ledger and the model's
+    # requests: the reference run is not traced, and the report says why
+    # (issue 34); add power-loss and it is.
+    code, line, summary = explore(tmp_path / "kill", faults="sigkill,sigterm")
+    assert code == 0
+    assert line == f"ground truth: no file facts needed ({NOT_TRACED})"
+    assert summary["groundTruth"] == [
+        {"scenario": "chat.toml", "groundTruth": "facts", "note": NOT_TRACED}
+    ]
+    code, line, summary = explore(tmp_path / "both", faults="sigkill,power-loss")
+    assert code == 0 and summary["groundTruth"][0]["groundTruth"] == "syscalls"

@@ -282,6 +282,7 @@ def explore(
         raise LabUsageError(f"max cases must be at least 1, not {max_cases!r}")
     drive = drive.for_jobs(jobs)
     wanted = drive.parse_faults(faults)
+    drive = drive.for_faults(wanted)
     context = PlanContext(jobs, plan_progress)
     parts: list[ExploreResult] = []
     for variant in drive.variants():
@@ -313,17 +314,20 @@ def _planned(drive: Drive, faults: tuple[str, ...], context: PlanContext, max_ca
 def _run_drive(
     drive: Drive, scenarios: Sequence[tuple[str, Scenario]], faults: tuple[str, ...],
     crash_cases: Callable[[Reference], list[Case]], *, jobs: int, shard: Shard | None,
-    progress: Progress | None, select: Selection | None = None,
+    progress: Progress | None, select: Selection | None = None, coverage: bool = True,
+    reference: Callable[[str, Scenario], Reference] | None = None,
 ) -> ExploreResult:  # fmt: skip
-    """The cases of `drive` on `scenarios`: each scenario's coverage case,
-    then `crash_cases` of its fault-free run (none when that run failed:
-    its coverage case says why); a passing case's directory is removed."""
+    """The cases of `drive` on `scenarios`: each scenario's coverage case
+    (unless not `coverage`), then `crash_cases` of its fault-free run (none
+    when that run failed: its coverage case says why); a passing case's
+    directory is removed.  `reference`: the fault-free runs (default: the
+    drive's, run now)."""
 
-    def plan(reference: Reference) -> list[Case]:
-        coverage = Case(reference.scenario_path, COVERAGE, drive.coverage_fault)
-        if reference.returncode != 0:
-            return [coverage]
-        return [coverage, *crash_cases(reference)]
+    def plan(ran: Reference) -> list[Case]:
+        checked = [Case(ran.scenario_path, COVERAGE, drive.coverage_fault)] if coverage else []
+        if ran.returncode != 0:
+            return checked
+        return [*checked, *crash_cases(ran)]
 
     def run(case: Case, reference: Reference) -> CaseResult:
         if case.occurrence == COVERAGE:
@@ -336,7 +340,7 @@ def _run_drive(
 
     return run_exploration(
         scenarios, jobs=jobs, shard=shard, progress=progress, threads=f"faultlab-{drive.name}",
-        reference=partial(guarded_reference, drive.reference), plan=plan, run=run,
+        reference=reference or partial(guarded_reference, drive.reference), plan=plan, run=run,
         kill=lambda: kill_everything([drive]),
         select=select,
     )  # fmt: skip
@@ -364,10 +368,11 @@ def run_single(drive: Drive, scenario: str | Path, occurrence: str, *,
     variant = drive.variant_for(fault)
     if occurrence == COVERAGE:
         named = () if fault.split("/")[0] == "reference" else variant.parse_faults([fault])
+        variant = variant.for_faults(named)
         reference = guarded_reference(variant.reference, path, load_scenario(scenario))
         case = Case(path, COVERAGE, variant.coverage_fault)
         return variant.coverage(case, reference, named)
-    variant.parse_faults([fault])
+    variant = variant.for_faults(variant.parse_faults([fault]))
     case = Case(path, variant.parse_occurrence(occurrence, fault), variant.case_fault(fault))
     reference = guarded_reference(variant.reference, path, load_scenario(scenario))
     if reference.returncode != 0:

@@ -342,7 +342,11 @@ def fuzz(
     progress: Callable[[FuzzProgress], None] | None = None,
 ) -> FuzzResult:  # fmt: skip
     """Run a campaign (or its shard) on `options.target`."""
-    options = options.for_jobs(fuzz_settings.jobs)
+    # The dry runs are traced only when a drawn case could be judged on
+    # their system calls (a campaign without power-loss and torn-write does
+    # not pay for strace; the draws are the same either way).
+    trace = any(f in CLASSIC_FAULTS and CLASSIC_FAULTS[f].needs_trace for f in fuzz_settings.faults)
+    options = dataclasses.replace(options.for_jobs(fuzz_settings.jobs), trace=trace)
     started = time.monotonic()
     planned = shard_streams(fuzz_settings.examples, fuzz_settings.stream_size, fuzz_settings.shard)
     campaign = _Campaign(sum(count for _, count in planned), progress)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from faultlab.lab.campaigns import api
+from faultlab.lab.campaigns.selftestforeign import foreign_row
 from faultlab.lab.campaigns.selftestjudge import (
     REFERENCE,
     SelftestInterrupted,
@@ -141,23 +142,42 @@ def variant_adapter(variant: ZooVariant, workdir: Path) -> str:
     return str(path)
 
 
-def _explore_variant(variant: ZooVariant, jobs: int, workdir: Path, spawn: str) -> SelftestRow:
+def _explore_variant(
+    variant: ZooVariant, jobs: int, workdir: Path, spawn: str, exhaustive: bool = False
+) -> SelftestRow:  # fmt: skip
+    """The explore row: the variant's documented catching cases first (issue
+    34), the whole exploration only when they do not catch it with every
+    expected code, or when `exhaustive`."""
     started = time.monotonic()
+    if not exhaustive:
+        documented = _quick_variant(variant, workdir / "documented", spawn)
+        if documented.status == "detected":
+            note = (f"caught at its documented catching case(s) ({documented.cases} run); "
+                    "--exhaustive explores every case")  # fmt: skip
+            return dataclasses.replace(documented, stage="explore", note=note,
+                                       seconds=time.monotonic() - started)  # fmt: skip
+    row = _explore_all(variant, jobs, workdir / "all", spawn)
+    row = dataclasses.replace(row, seconds=time.monotonic() - started)
+    if exhaustive:
+        return row
+    why = "its documented cases did not catch it with every expected code: explored in full"
+    return dataclasses.replace(row, note=f"{why}; {row.note}" if row.note else why)
+
+
+def _explore_all(variant: ZooVariant, jobs: int, workdir: Path, spawn: str) -> SelftestRow:
     if variant.drive == "agent":
         explored = api.explore_agent(
             api.load_scenarios(variant.scenarios), agent=variant_adapter(variant, workdir),
             jobs=jobs, timeout=variant.timeout, workdir=workdir, faults=variant.faults,
             delays_ms=_AGENT_DELAYS,
         )  # fmt: skip
-        return judge_variant(variant.name, variant.expect, explored.results, stage="explore",
-                             seconds=time.monotonic() - started)  # fmt: skip
+        return judge_variant(variant.name, variant.expect, explored.results, stage="explore")
     result = api.explore_scenarios(
         api.load_scenarios(variant.scenarios), target=_run_target(variant), jobs=jobs,
         timeout=variant.timeout, workdir=workdir, faults=variant.faults,
         backend=variant.backend, drive=variant.drive, spawn=spawn,
     )  # fmt: skip
-    return judge_variant(variant.name, variant.expect, result.results, stage="explore",
-                         seconds=time.monotonic() - started)  # fmt: skip
+    return judge_variant(variant.name, variant.expect, result.results, stage="explore")
 
 
 def _quick_case(
@@ -231,9 +251,10 @@ def _in_parallel(
 def run_selftest(
     zoo: Zoo, *, variants: Sequence[ZooVariant] | None = None, quick: bool = False,
     jobs: int = 1, workdir: Path, spawn: str = "fork", timeout: float = 60.0,
-    progress: RowProgress | None = None,
+    progress: RowProgress | None = None, exhaustive: bool = False,
 ) -> SelftestResult:  # fmt: skip
-    """Run the zoo (or `variants` of it) and the reference runtime's false-alarm check."""
+    """Run the zoo (or `variants` of it) and the reference runtime's false-alarm check
+    (`exhaustive`: explore every case of every variant, not its documented ones first)."""
     check_jobs(jobs)
     check_timeout(timeout)
     chosen = tuple(zoo.variants if variants is None else variants)
@@ -252,10 +273,16 @@ def run_selftest(
             # Single cases: run the variants side by side, `jobs` at a time.
             calls = [partial(_quick_variant, v, workdir / v.name, spawn) for v in chosen]
             _in_parallel(calls, jobs, each=add)  # rows as they finish: kept if interrupted
-        else:
+        elif exhaustive:
             for variant in chosen:
                 if variant.explore:
-                    add(_explore_variant(variant, jobs, workdir / variant.name, spawn))
+                    add(_explore_variant(variant, jobs, workdir / variant.name, spawn, True))
+        else:
+            # Documented cases first, variants side by side `jobs` at a time
+            # (a variant they do not catch is explored in full, one job).
+            calls = [partial(_explore_variant, v, 1, workdir / v.name, spawn)
+                     for v in chosen if v.explore]  # fmt: skip
+            _in_parallel(calls, jobs, each=add)
         for variant in chosen:
             # --quick: a variant's quick cases stand for its fuzz campaign too.
             if variant.fuzz_examples is not None and not quick:
@@ -264,6 +291,10 @@ def run_selftest(
                               variant.fuzz_examples, variant.timeout, where, jobs))  # fmt: skip
         add(_reference_row(chosen, quick=quick, jobs=jobs, workdir=workdir / "reference",
                            spawn=spawn, timeout=timeout))  # fmt: skip
+        for runtime in (r for r in zoo.foreign if r.quick or not quick):  # other languages
+            add(foreign_row(runtime, chosen, stage="quick" if quick else "explore",
+                            timeout=timeout, workdir=workdir / "foreign" / runtime.name,
+                            parallel=partial(_in_parallel, jobs=jobs)))  # fmt: skip
         examples = zoo.reference_fuzz_quick_examples if quick else zoo.reference_fuzz_examples
         if examples is not None:
             # The full campaign draws each example's policy among those that

@@ -47,6 +47,9 @@ class SelftestRow:
     faults: dict[str, int] = field(default_factory=dict)  # fault -> failing cases under it
     # fault -> {"ran": crash cases that ran, "unsupported": those that could not}
     ran: dict[str, dict[str, int]] = field(default_factory=dict)
+    # a correct runtime (the reference, or one in another language): judged
+    # for false alarms, never counted in the mutation score
+    correct: bool = False
 
     @property
     def bad(self) -> bool:
@@ -66,6 +69,7 @@ class SelftestRow:
             "note": self.note,
             "failingByFault": self.faults,
             "perFault": self.ran,
+            "correct": self.correct,
         }
 
 
@@ -79,7 +83,7 @@ class SelftestResult:
 
     @property
     def variant_rows(self) -> list[SelftestRow]:
-        return [r for r in self.rows if r.variant != REFERENCE and r.status != "not-available"]
+        return [r for r in self.rows if not r.correct and r.status != "not-available"]
 
     @property
     def score(self) -> tuple[int, int]:
@@ -90,7 +94,7 @@ class SelftestResult:
 
     @property
     def false_alarms(self) -> int:
-        return sum(r.failing for r in self.rows if r.variant == REFERENCE)
+        return sum(r.failing for r in self.rows if r.correct)
 
     @property
     def passed(self) -> bool:
@@ -162,9 +166,10 @@ def judge_variant(
 
 
 def judge_reference(
-    results: Sequence[CaseResult], *, stage: Stage, seconds: float = 0.0
+    results: Sequence[CaseResult], *, stage: Stage, seconds: float = 0.0, name: str = REFERENCE
 ) -> SelftestRow:
-    """Clean when every case passed (and there were cases); a false alarm otherwise."""
+    """Clean when every case passed (and there were cases); a false alarm
+    otherwise.  `name`: the correct runtime judged (default the reference)."""
     failing = [r for r in results if not r.passed]
     if results and not failing:
         status: Status = "clean"
@@ -173,6 +178,6 @@ def judge_reference(
         status = "false-alarm"
         note = "no case ran" if not results else f"{failing[0].case.id}: {failing[0].codes}"
     first = failing[0].case.id if failing else None
-    return SelftestRow(REFERENCE, stage, (), status, first, len(results), len(failing),
+    return SelftestRow(name, stage, (), status, first, len(results), len(failing),
                        _codes(results), seconds, note, _faults(results),
-                       _ran(results))  # fmt: skip
+                       _ran(results), correct=True)  # fmt: skip

@@ -23,7 +23,7 @@ from faultlab.probe import ProbeError, parse_occurrence
 from faultlab.scenario import BACKENDS
 from faultlab.userfiles import MAX_SCENARIO_BYTES, UserFileError, read_bytes
 
-__all__ = ["QuickCase", "Zoo", "ZooVariant", "default_zoo_path", "load_zoo"]
+__all__ = ["ForeignRuntime", "QuickCase", "Zoo", "ZooVariant", "default_zoo_path", "load_zoo"]
 
 _FORMAT = 1
 ZOO_DRIVES = (*DRIVES, "agent")
@@ -71,13 +71,32 @@ class ZooVariant:
 
 
 @dataclass(frozen=True, slots=True)
+class ForeignRuntime:
+    """A correct runtime in another language (issue 30): run at every
+    variant's catching cases, where it must raise no false alarm."""
+
+    name: str
+    interpreter: str  # a program on PATH; the row is "not-available" without it
+    script: Path
+    args: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ("jsonl",)  # the variants' backends it can run
+    quick: bool = True  # also in `selftest --quick` (False: the full selftest only)
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        return (self.interpreter, str(self.script), *self.args)
+
+
+@dataclass(frozen=True, slots=True)
 class Zoo:
-    """A registry file: its variants in file order, and the false-alarm fuzz sizes."""
+    """A registry file: its variants in file order, the correct runtimes in
+    other languages, and the false-alarm fuzz sizes."""
 
     path: Path
     variants: tuple[ZooVariant, ...]
     reference_fuzz_examples: int | None = None
     reference_fuzz_quick_examples: int | None = None
+    foreign: tuple[ForeignRuntime, ...] = ()
 
     def select(self, names: str | None) -> tuple[ZooVariant, ...]:
         """The variants named in a comma-separated list (all when None)."""
@@ -256,6 +275,30 @@ def _variant(path: Path, index: int, table: Any) -> ZooVariant:
     )
 
 
+def _foreign(path: Path, index: int, table: Any) -> ForeignRuntime:
+    if not isinstance(table, dict):
+        raise LabUsageError(f"{path}: foreign {index}: must be a table")
+    name = table.get("name")
+    where = f"foreign {name if isinstance(name, str) else index}"
+    fields = _Fields(path, where, table,
+                     {"name", "interpreter", "script", "args", "backends", "quick"})  # fmt: skip
+    script = (path.parent / fields.text("script")).resolve()
+    if not script.is_file():
+        fields.fail("script", f"{script} does not exist")
+    args = table.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        fields.fail("args", "must be a list of strings")
+    backends = fields.texts("backends") if "backends" in table else ("jsonl",)
+    for backend in backends:
+        if backend not in BACKENDS:
+            fields.fail("backends", f"unknown backend {backend!r} ({', '.join(BACKENDS)})")
+    quick = table.get("quick", True)
+    if not isinstance(quick, bool):
+        fields.fail("quick", f"must be true or false, not {quick!r}")
+    return ForeignRuntime(fields.text("name"), fields.text("interpreter"), script, tuple(args),
+                          tuple(backends), quick)  # fmt: skip
+
+
 def load_zoo(path: Path) -> Zoo:
     """Read and validate a zoo registry file."""
     try:
@@ -268,7 +311,7 @@ def load_zoo(path: Path) -> Zoo:
         raise LabUsageError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise LabUsageError(f"{path}: invalid TOML: {exc}") from None
-    top = _Fields(path, "top level", raw, {"format", "variant", "reference"})
+    top = _Fields(path, "top level", raw, {"format", "variant", "reference", "foreign"})
     if raw.get("format") != _FORMAT:
         top.fail("format", f"must be {_FORMAT}, not {raw.get('format')!r}")
     entries = raw.get("variant")
@@ -283,6 +326,9 @@ def load_zoo(path: Path) -> Zoo:
     reference = raw.get("reference", {})
     if not isinstance(reference, dict):
         top.fail("reference", "must be a table")
+    foreign = raw.get("foreign", [])
+    if not isinstance(foreign, list):
+        top.fail("foreign", "must be a list of [[foreign]] tables")
     ref = _Fields(path, "reference", reference, {"fuzz_examples", "fuzz_quick_examples"})
     full, quick = (ref.positive(f, None) for f in ("fuzz_examples", "fuzz_quick_examples"))
     return Zoo(
@@ -290,4 +336,5 @@ def load_zoo(path: Path) -> Zoo:
         variants=variants,
         reference_fuzz_examples=None if full is None else int(full),
         reference_fuzz_quick_examples=None if quick is None else int(quick),
+        foreign=tuple(_foreign(path, i, t) for i, t in enumerate(foreign, start=1)),
     )

@@ -69,6 +69,9 @@ class AppDrive:
     def for_jobs(self, jobs: int) -> AppDrive:
         return self
 
+    def for_faults(self, faults: Sequence[str]) -> AppDrive:
+        return self
+
     def variants(self) -> Sequence[AppDrive]:
         return tuple(self._in(mode) for mode in self.modes or (self.mode,))
 

@@ -129,6 +129,10 @@ class ClassicDrive(SingleDrive):
     def for_jobs(self, jobs: int) -> ClassicDrive:
         return replace(self, options=self.options.for_jobs(jobs))
 
+    def for_faults(self, faults: Sequence[str]) -> ClassicDrive:
+        trace = any(CLASSIC_FAULTS[f].needs_trace for f in faults if f in CLASSIC_FAULTS)
+        return replace(self, options=replace(self.options, trace=trace))
+
     def reference(self, path: str, scenario: Scenario) -> Reference:
         return run_reference(path, scenario, self.options)
 

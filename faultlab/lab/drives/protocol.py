@@ -67,6 +67,11 @@ class Drive(Protocol):
         """This drive for a run of `jobs` cases at a time (the classic drive's
         fork server warms its children only with no more jobs than CPUs)."""
 
+    def for_faults(self, faults: Sequence[str]) -> Drive:
+        """This drive for a campaign of `faults` (parsed names): what it
+        prepares only for some faults (the classic drive's traced reference
+        run) it prepares only when one of them needs it."""
+
     def variants(self) -> Sequence[Drive]:
         """The drives a run of this one is made of (an app compared in several
         modes: one per mode; otherwise itself)."""
@@ -113,6 +118,9 @@ class SingleDrive:
     __slots__ = ()
 
     def for_jobs(self, jobs: int) -> Self:
+        return self
+
+    def for_faults(self, faults: Sequence[str]) -> Self:
         return self
 
     def variants(self) -> Sequence[Self]:

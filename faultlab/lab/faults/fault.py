@@ -67,7 +67,9 @@ class Fault(Generic[OptionsT]):
     all` runs it; `by_running`: its planning runs the target (so it is planned
     after the others, with `Planning.options`); `needs_tools`: it applies
     only to a scenario whose script calls tools (the coverage check's
-    FAULT_NOT_PLANNED is said only where it applies)."""
+    FAULT_NOT_PLANNED is said only where it applies); `needs_trace`: its
+    cases are judged on the fault-free run's system calls, so the reference
+    run is traced only when a planned fault needs it (issue 34)."""
 
     name: str
     summary: str
@@ -77,6 +79,7 @@ class Fault(Generic[OptionsT]):
     in_all: bool = True
     by_running: bool = False
     needs_tools: bool = False
+    needs_trace: bool = False
 
     def plan(self, reference: Reference, planning: Planning[OptionsT]) -> list[Case]:
         """Its cases from the fault-free run `reference` (which exited 0)."""

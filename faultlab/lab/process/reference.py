@@ -38,6 +38,7 @@ __all__ = [
     "BAD_REPORT",
     "ENV_GROUND_TRUTH",
     "GROUND_TRUTHS",
+    "NOT_TRACED",
     "LabOptions",
     "Reference",
     "make_child",
@@ -59,6 +60,11 @@ __all__ = [
 # (syscalls where strace is installed, else facts).
 GROUND_TRUTHS = ("auto", "syscalls", "facts")
 ENV_GROUND_TRUTH = "FAULTLAB_GROUND_TRUTH"
+# The note of a reference run left untraced because no planned fault reads
+# its system calls (LabOptions.trace).
+NOT_TRACED = (
+    "not traced: no planned fault is judged on system calls (power-loss and torn-write are)"
+)
 # The status of a fault-free run that broke the probe protocol: no exit
 # status is 256, so every check that the run failed (status != 0) holds.
 BAD_REPORT = 256
@@ -88,6 +94,10 @@ class LabOptions:
     # reference run is traced by strace, once per scenario (forked with
     # strace attached, or exec'd under it).
     ground_truth: str = "auto"
+    # Whether a planned fault is judged on the reference run's system calls
+    # (power-loss, torn-write): under "auto", untraced when none is (issue
+    # 34: a trace costs a traced child per scenario that nothing would read).
+    trace: bool = True
 
     def __post_init__(self) -> None:
         if self.spawn not in ("fork", "exec"):
@@ -266,6 +276,8 @@ def _tracing(options: LabOptions) -> tuple[str | None, str]:
             )
     if chosen == "facts":
         return None, f"system-call tracing is turned off ({ENV_GROUND_TRUTH}=facts)"
+    if chosen == "auto" and not options.trace:
+        return None, NOT_TRACED
     strace = strace_path()
     if strace is None:
         if chosen == "syscalls":

@@ -20,7 +20,7 @@ import orjson
 from faultlab.lab.campaigns.explore import ExploreResult, FaultTally
 from faultlab.lab.oracle.case import CaseResult
 from faultlab.lab.oracle.codes import explain
-from faultlab.lab.process.reference import slug
+from faultlab.lab.process.reference import NOT_TRACED, slug
 from faultlab.lab.report.console import where_to_look
 
 __all__ = [
@@ -202,7 +202,10 @@ def ground_truths(result: ExploreResult) -> list[dict[str, str]]:
 
 def ground_truth_line(result: ExploreResult) -> str:
     """One line for people: which ground truth the run used, per scenario count."""
-    listed = ground_truths(result)
+    every = ground_truths(result)
+    listed = [g for g in every if g["note"] != NOT_TRACED]
+    if every and not listed:
+        return f"ground truth: no file facts needed ({NOT_TRACED})"
     traced = sum(1 for g in listed if g["groundTruth"] == "syscalls")
     text = f"ground truth: system calls (strace) for {traced} of {len(listed)} scenario(s)"
     notes = sorted(

@@ -3,13 +3,20 @@
 # a row from case results (detected, missed, wrong-code; clean, false-alarm).
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from faultlab.cli import main
-from faultlab.lab.campaigns.selftest import fuzz_campaign, judge_reference, judge_variant
+from faultlab.lab.campaigns.selftest import (
+    SelftestResult,
+    fuzz_campaign,
+    judge_reference,
+    judge_variant,
+)
+from faultlab.lab.campaigns.selftestforeign import foreign_cases, foreign_row
 from faultlab.lab.campaigns.zoo import default_zoo_path, load_zoo
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case, CaseResult
@@ -62,6 +69,13 @@ def test_a_good_registry_resolves_scripts_scenarios_and_cases(tmp_path: Path) ->
          "field 'faults': unknown fault 'io-error' for the acp drive (its faults: sigkill, "
          "sigterm, acp-cancel, double-sigkill)"),
         (('fault = "sigkill"', 'fault = "sigkill", check_determinism = 1'), "must be true or"),
+        (("format = 1", 'format = 1\n[[foreign]]\nname = "n"\ninterpreter = "node"'),
+         "foreign n: field 'script': required"),
+        (("format = 1", 'format = 1\n[[foreign]]\nname = "n"\ninterpreter = "node"\n'
+          'script = "missing.js"'), "missing.js does not exist"),
+        (("format = 1", 'format = 1\n[[foreign]]\nname = "n"\ninterpreter = "node"\n'
+          'script = "zoo.toml"\nbackends = ["csv"]'), "foreign n: field 'backends': unknown"),
+        (("format = 1", 'format = 1\nforeign = 3'), "field 'foreign': must be a list"),
     ],
 )
 def test_a_bad_registry_is_one_line_naming_the_field(
@@ -72,6 +86,28 @@ def test_a_bad_registry_is_one_line_naming_the_field(
         load_zoo(path)
     assert str(caught.value).startswith(f"{path}: ") and needle in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_a_foreign_runtime_runs_the_classic_catching_cases_of_its_backends(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "runtime.js").write_text("")
+    text = GOOD + GOOD.replace("format = 1\n", "").replace('"repair_says_safe"',
+                                                            '"s"\nscript = "repair_says_safe.py"'
+                                                            '\nbackend = "sqlite"', 1)
+    text += '[[foreign]]\nname = "n"\ninterpreter = "node"\nscript = "runtime.js"\n'
+    zoo = load_zoo(registry(tmp_path, text.replace("[[variant]]", "\n[[variant]]")))
+    (runtime,) = zoo.foreign
+    assert runtime.command == ("node", str((tmp_path / "runtime.js").resolve()))
+    cases = foreign_cases(runtime, zoo.variants)  # the sqlite variant's case is not its to run
+    assert [(case.id, backend) for case, backend in cases] == [
+        ("payment.toml::tool/durable#1[sigkill]", None)
+    ]
+    row = foreign_row(dataclasses.replace(runtime, interpreter="no-such-interpreter-here"),
+                      zoo.variants, stage="quick", timeout=5, workdir=tmp_path,
+                      parallel=lambda calls: [call() for call in calls])  # fmt: skip
+    assert (row.status, row.correct, row.bad) == ("not-available", True, False)
+    assert "no-such-interpreter-here is not on PATH" in row.note
 
 
 def test_duplicate_names_and_unknown_selections_are_refused(tmp_path: Path) -> None:
@@ -111,6 +147,11 @@ def test_a_variant_is_detected_only_with_every_expected_code() -> None:
 
 def test_the_reference_is_clean_only_when_every_case_passed() -> None:
     assert judge_reference([result("a#1")], stage="explore").status == "clean"
+    # a correct runtime in another language counts as a false alarm, not a variant
+    foreign = judge_reference([result("a#1", "X")], stage="quick", name="node (correct)")
+    caught = judge_variant("v", ["Y"], [result("a#1", "Y")], stage="quick")
+    both = SelftestResult((caught, foreign), True, 0.0, "zoo")
+    assert (both.score, both.false_alarms, both.passed) == ((1, 1), 1, False)
     alarm = judge_reference([result("a#1"), result("b#1", "X")], stage="explore")
     assert (alarm.status, alarm.first_case) == ("false-alarm", "p.toml::b#1[sigkill]")
     assert alarm.bad

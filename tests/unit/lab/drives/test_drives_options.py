@@ -103,3 +103,23 @@ def test_a_timeout_must_be_positive_for_every_drive(tmp_path: Path) -> None:
     for name, options in (("classic", {}), ("agent", {"agent": "reference"})):
         with pytest.raises(LabUsageError, match=r"timeout must be a number of seconds from 0\.1"):
             make_drive(name, workdir=tmp_path, timeout=0, **options)
+
+
+def test_the_classic_drive_traces_its_reference_only_for_a_fault_that_reads_it(
+    tmp_path: Path,
+) -> None:
+    # power-loss and torn-write are judged on the fault-free run's system
+    # calls; no other fault reads them, so no other campaign pays for strace.
+    from faultlab.lab.drives.classic import ClassicDrive
+    from faultlab.lab.faults.table import CLASSIC_FAULTS
+
+    drive = make_drive("classic", workdir=tmp_path)
+    assert isinstance(drive, ClassicDrive)
+    readers = {name for name, fault in CLASSIC_FAULTS.items() if fault.needs_trace}
+    assert readers == {"power-loss", "torn-write"}
+    for name in CLASSIC_FAULTS:
+        traced = drive.for_faults([name])
+        assert isinstance(traced, ClassicDrive)
+        assert traced.options.trace is (name in readers), name
+    both = drive.for_faults(["sigkill", "torn-write"])
+    assert isinstance(both, ClassicDrive) and both.options.trace

@@ -167,7 +167,8 @@ def _classification(o: AppObservation, started: set[str], safe: set[str]) -> lis
             continue
         found = classify_result(final.get(call))
         want: tuple[str, ...] = ("unknown",) if call in started else ("not-started", "unknown")
-        if reran[call] == 1 and (call not in started or call_name in safe):
+        once = reran[call] == 1 and call not in started
+        if once or (reran[call] and call_name in safe):
             want += ("success", "error")
         if found not in want:
             out.append(Violation("REPAIR_MISCLASSIFIED",

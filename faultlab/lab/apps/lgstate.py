@@ -46,7 +46,8 @@ class PersistedThread:
     def durable(self) -> History:
         """Every message a resumed process finds durable: the root's, its
         pending writes' and the subgraphs' in flight, each once."""
-        return _merged(self.history, self.pending_history, self.in_flight)
+        return _merged(History(self.history.messages + self.pending_history.messages),
+                       self.in_flight)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         return {"history": self.history.to_json(), "pending": [list(p) for p in self.pending],
@@ -153,11 +154,16 @@ def _in_flight(tuples: list[Any], root_id: str, messages_key: str) -> History:
 
 
 def _merged(*histories: History) -> History:
-    """The messages of `histories` in order, each message once (a subgraph's
-    state starts with a copy of its parent's messages)."""
-    out: list[Message] = []
-    for history in histories:
-        out += [m for m in history.messages if m not in out]
+    """The messages of `histories` in order: the first whole, each later
+    one's messages that are not already there (a subgraph's state starts
+    with a copy of its parent's messages; two equal messages of one history,
+    the same text said twice, both stay)."""
+    if not histories:
+        return History(())
+    out = list(histories[0].messages)
+    for history in histories[1:]:
+        seen = list(out)
+        out += [m for m in history.messages if m not in seen]
     return History(tuple(out))
 
 

@@ -94,3 +94,11 @@ def test_a_call_invoked_with_its_arguments_alone_is_identified() -> None:
         pass
     assert order.identify("lookup", {"order": 8}) == "c"  # b has run
     assert order.identify("charge", {"order": 8}) is None
+
+
+def test_equal_messages_of_one_history_both_stay(tmp_path: Path) -> None:
+    db = tmp_path / "checkpoints.sqlite"
+    saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
+    said = [HumanMessage("hi"), AIMessage("Noted."), HumanMessage("hi"), AIMessage("Noted.")]
+    _put(saver, "", said, 3)
+    assert len(read_thread(db, THREAD).durable().messages) == 4

@@ -13,5 +13,7 @@ from faultlab.recipes.langgraph import repair_dangling_calls
 __all__ = ["before_resume", "build_graph"]
 
 
-def before_resume(graph: Any, config: Any) -> None:
-    repair_dangling_calls(graph, config)
+def before_resume(graph: Any, config: Any, *, durability: str = "async") -> None:
+    # faultlab tells the hook the durability the graph runs in; an app passes
+    # the mode it invokes its graph with.
+    repair_dangling_calls(graph, config, durability=durability)

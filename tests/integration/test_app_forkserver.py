@@ -254,9 +254,9 @@ def test_a_failing_app_exits_the_same_forked_and_execd(
     monkeypatch.setenv("FAULTLAB_TEST_WHOAMI_FAIL", "1")
     for spawn in ("fork", "exec"):
         options = AppOptions(WHOAMI, tmp_path / spawn, "sync", ("resume",), spawn=spawn)
-        reference = run_app_reference(PAYMENT, load_scenario(PAYMENT), options)
-        assert reference.returncode == 1, spawn
-        assert "RuntimeError: whoami: the app failed" in reference.stderr, spawn
+        # A factory that raises is a bad --app spec: refused, as one line (issue 32).
+        with pytest.raises(LabUsageError, match="RuntimeError: whoami: the app failed"):
+            run_app_reference(PAYMENT, load_scenario(PAYMENT), options)
 
 
 def test_the_spawn_option_is_fork_or_exec(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "RESUME_STYLES",
     "SAVE_POLICIES",
     "SPAWNS",
+    "STORE_WRITES",
     "WRITES",
     "AppOptions",
     "AppRig",
@@ -71,6 +72,8 @@ _STYLES = {"langgraph": ("resume", "resend", "hook"), "pydantic-ai": RESUME_STYL
            "openai-agents": ("resume", "resend", "hook")}  # fmt: skip
 # The boundaries of a store's writes (checkpoints, pending writes, a saved history).
 WRITES = ("checkpoint/put", "checkpoint/writes", "history/save")
+# The write every run of a framework's app must reach (its coverage case).
+STORE_WRITES = {"langgraph": "checkpoint/put", "pydantic-ai": "history/save"}
 SPAWNS = ("fork", "exec")
 _THREAD = "faultlab-case"
 
@@ -221,7 +224,11 @@ class AppRig(ServerRig):
         if self.framework in READ_BY_APP:  # the app's own loader, in a child
             thread = read_by_app(self, name)
         else:
-            thread = read_thread(self.db, _THREAD)
+            # The state key the app keeps its conversation in, as its child said.
+            keys = [r.get("messagesKey") for r in self.gate.snapshot()
+                    if r.get("fact") == "app/state"]  # fmt: skip
+            key = keys[-1] if keys and isinstance(keys[-1], str) else "messages"
+            thread = read_thread(self.db, _THREAD, messages_key=key)
         self.write_json(f"{name}.thread.json", thread.to_json())
         return thread
 
@@ -235,6 +242,11 @@ def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOption
     finally:
         rig.close()
     records = rig.gate.snapshot()
+    # A child that could not use the --app spec says so in one line and
+    # exits 2: the run is refused as a usage error, before any case.
+    said = rig.tail("run1-run.stderr", 3000).strip().splitlines()[-1:]
+    if status == 2 and said and said[0].startswith("faultlab: --app "):
+        raise LabUsageError(said[0].removeprefix("faultlab: "))
     return Reference(
         scenario=scenario, scenario_path=scenario_path, trace=as_trace(records),
         log=LogView(str(where), False, None, (), 0, 0, 0, ()), ledger=read_ledger(rig.ledger),

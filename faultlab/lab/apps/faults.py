@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from faultlab.lab.apps.drive import WRITES, AppOptions, AppRig, plan_app_points
-from faultlab.lab.apps.lgstate import PersistedThread
 from faultlab.lab.apps.storeread import StoreUnreadable
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.faults.fault import Fault, Planning, fault_named, fault_table
@@ -24,7 +23,6 @@ from faultlab.lab.oracle.case import Case, CaseResult
 from faultlab.lab.oracle.codes import Violation
 from faultlab.lab.oracle.verdicts import Judged, drifted, hang, hung
 from faultlab.lab.process.reference import Reference, read_ledger, slug
-from faultlab.lab.read.histories import History
 from faultlab.lab.servers.points import APP_BOUNDARIES, parse_kill_point
 from faultlab.lab.servers.records import GateRecord
 
@@ -76,10 +74,6 @@ def _result(case: Case, rig: AppRig, started: float, judged: Judged) -> CaseResu
                       artifacts)  # fmt: skip
 
 
-def _durable(thread: PersistedThread) -> History:
-    return History(thread.history.messages + thread.pending_history.messages)
-
-
 def _last_turn(records: Sequence[GateRecord]) -> int:
     turns = [int(r["turn"]) for r in records if r.get("fact") == "app/turn"]
     return turns[-1] if turns else 0
@@ -116,7 +110,7 @@ def _recover(case: Case, reference: Reference, rig: AppRig, style: str, *, reach
     observation = AppObservation(
         scenario=reference.scenario, crash=tuple(crash), resume=tuple(records[len(crash):]),
         ledger=read_ledger(rig.ledger), reference_ledger=reference.ledger,
-        durable_at_kill=_durable(at_kill), final=final.history, style=style,
+        durable_at_kill=at_kill.durable(), final=final.history, style=style,
         resume_status=r_status or 0,
         resume_stderr=rig.tail(f"{resume_name}.stderr", 3000), forks=final.forks,
     )  # fmt: skip
@@ -188,7 +182,7 @@ def _second_writer(case: Case, reference: Reference, rig: AppRig) -> Judged:
     observation = AppObservation(
         scenario=reference.scenario, crash=tuple(crash), resume=tuple(records[len(crash):]),
         ledger=read_ledger(rig.ledger), reference_ledger=reference.ledger,
-        durable_at_kill=_durable(at_kill), final=final.history, style="resume",
+        durable_at_kill=at_kill.durable(), final=final.history, style="resume",
         resume_status=0,  # a second writer that is refused does right
         forks=final.forks,
     )  # fmt: skip

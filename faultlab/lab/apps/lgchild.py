@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import errno
 import importlib
+import inspect
 import sqlite3
 import sys
 import threading
+import traceback
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Annotated, Any
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -33,7 +37,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import create_model
 
-from faultlab.lab.apps.lgstate import to_history
+from faultlab.lab.apps.callorder import CallOrder
+from faultlab.lab.apps.lgstate import read_thread, to_history
 from faultlab.lab.apps.script import (
     argument_names,
     call_id,
@@ -41,13 +46,13 @@ from faultlab.lab.apps.script import (
     run_tool_body,
     scripted_step,
 )
-from faultlab.lab.read.histories import History, pairing_problems
+from faultlab.lab.read.histories import Call, History, pairing_problems
 from faultlab.lab.servers.gate import GateClient
 from faultlab.lab.servers.ledger import LedgerWriter
 from faultlab.scenario import Scenario, load_scenario
 from faultlab.scenario.model import ToolSpec
 
-__all__ = ["CheckpointProbe", "ScriptedChatModel", "main", "preload"]
+__all__ = ["AppSpecError", "CheckpointProbe", "ScriptedChatModel", "main", "preload"]
 
 THREAD = "faultlab-case"
 
@@ -61,6 +66,7 @@ class ScriptedChatModel(BaseChatModel):
 
     scenario: Any
     gate: Any
+    order: Any = None  # the CallOrder its answers' calls will run in
 
     @property
     def _llm_type(self) -> str:
@@ -79,6 +85,8 @@ class ScriptedChatModel(BaseChatModel):
             self.gate.note("model/rejected", problems=problems)
             raise ValueError(f"400 invalid request: {problems[0]}")
         answer = self._answer(history)
+        if self.order is not None:
+            self.order.expect(to_history(answer).calls())
         self.gate.reach("model/answered", calls=[c["id"] for c in answer.tool_calls])
         return ChatResult(generations=[ChatGeneration(message=answer)])
 
@@ -91,20 +99,51 @@ class ScriptedChatModel(BaseChatModel):
         return AIMessage(content="".join(spec.chunks), tool_calls=calls)
 
 
-def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWriter) -> BaseTool:
+# The id of the tool call a scripted tool is running, when it was invoked
+# with the whole tool call (ToolNode, `tool.invoke(call)`).
+_CALL_ID: ContextVar[str | None] = ContextVar("faultlab_tool_call_id", default=None)
+
+
+class _ScriptedTool(StructuredTool):
+    """A StructuredTool that learns the id of the call it runs without
+    asking for it in its schema (no InjectedToolCallId): so a tool node that
+    invokes it with the arguments alone works too."""
+
+    def run(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _CALL_ID.set(kwargs.get("tool_call_id"))
+        try:
+            return super().run(tool_input, *args, **kwargs)
+        finally:
+            _CALL_ID.reset(token)
+
+    async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _CALL_ID.set(kwargs.get("tool_call_id"))
+        try:
+            return await super().arun(tool_input, *args, **kwargs)
+        finally:
+            _CALL_ID.reset(token)
+
+
+def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient, ledger: LedgerWriter,
+          order: CallOrder) -> BaseTool:  # fmt: skip
     fields: dict[str, Any] = {name: (Any, None) for name in argument_names(spec, scenario)}
-    fields["tool_call_id"] = (Annotated[str, InjectedToolCallId], ...)
     schema = create_model(f"{spec.name}_args", **fields)
 
-    def body(tool_call_id: str, **arguments: Any) -> str:
+    def body(**arguments: Any) -> str:
         given = {k: v for k, v in arguments.items() if v is not None}
-        failed, text = run_tool_body(spec, gate, ledger, tool_call_id, given)
+        call = _CALL_ID.get() or order.identify(spec.name, given)
+        if call is None:
+            raise ValueError(f"faultlab: {spec.name} was invoked with arguments {given}, which "
+                             "no unanswered tool call of the model asked for; invoke a "
+                             "scripted tool with the model's tool call")  # fmt: skip
+        with order.turn(call):  # parallel calls take turns: stable kill points
+            failed, text = run_tool_body(spec, gate, ledger, call, given)
         if failed:
             raise ValueError(text)
         return text
 
-    return StructuredTool.from_function(func=body, name=spec.name, args_schema=schema,
-                                        description=f"the scenario's {spec.name} tool")  # fmt: skip
+    return _ScriptedTool(name=spec.name, func=body, args_schema=schema,
+                         description=f"the scenario's {spec.name} tool")  # fmt: skip
 
 
 def _calls_in(values: Any) -> tuple[list[str], list[str]]:
@@ -124,9 +163,11 @@ class CheckpointProbe(BaseCheckpointSaver[str]):
     """Wraps the app's saver: reports each write started and completed (with
     the tool calls it makes durable) and fails the armed one with EIO."""
 
-    def __init__(self, inner: SqliteSaver, gate: GateClient, fail: str | None) -> None:
+    def __init__(self, inner: SqliteSaver, gate: GateClient, fail: str | None, *,
+                 messages_key: str = "messages") -> None:  # fmt: skip
         super().__init__(serde=inner.serde)
         self.inner, self.gate, self.fail = inner, gate, fail
+        self.messages_key = messages_key
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -149,7 +190,7 @@ class CheckpointProbe(BaseCheckpointSaver[str]):
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:  # fmt: skip
-        asked, answered = _calls_in(checkpoint["channel_values"].get("messages", []))
+        asked, answered = _calls_in(checkpoint["channel_values"].get(self.messages_key, []))
         self._start("checkpoint/put", asked=asked, answered=answered)
         saved = self.inner.put(config, checkpoint, metadata, new_versions)
         self.gate.reach("checkpoint/put-done", asked=asked, answered=answered)
@@ -160,7 +201,7 @@ class CheckpointProbe(BaseCheckpointSaver[str]):
         asked: list[str] = []
         answered: list[str] = []
         for channel, value in writes:
-            if channel == "messages":
+            if channel == self.messages_key:
                 a, b = _calls_in(value)
                 asked += a
                 answered += b
@@ -193,10 +234,74 @@ class CheckpointProbe(BaseCheckpointSaver[str]):
         self.put_writes(config, writes, task_id, task_path)
 
 
-def _factory(spec: str) -> tuple[Any, Any]:
+class AppSpecError(Exception):
+    """The --app spec names no usable LangGraph app (a usage error, exit 2)."""
+
+
+def _app(spec: str) -> tuple[Any, Any, str]:
+    """The factory of MODULE:FACTORY, the module's `before_resume` (or
+    None) and the state key holding its conversation (`messages_key`,
+    default `messages`)."""
     module_name, _, name = spec.rpartition(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, name), getattr(module, "before_resume", None)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name is not None and module_name.startswith(error.name):
+            raise AppSpecError(f"no module named {module_name} (faultlab imports it with the "
+                               "working directory on PYTHONPATH)") from None  # fmt: skip
+        raise AppSpecError(f"importing {module_name} failed: {error}") from None
+    except Exception as error:
+        raise AppSpecError(f"importing {module_name} raised {type(error).__name__}: "
+                           f"{error}") from None  # fmt: skip
+    if hasattr(module, "load_history") and hasattr(module, "save_history"):
+        raise AppSpecError(f"{module_name} defines load_history and save_history: this module "
+                           "defines a pydantic-ai app; use pydantic-ai:MODULE:FACTORY")  # fmt: skip
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise AppSpecError(f"{module_name} defines no factory {name}(*, model, tools, "
+                           "checkpointer)")  # fmt: skip
+    key = getattr(module, "messages_key", "messages")
+    if not isinstance(key, str) or not key:
+        raise AppSpecError(f"{module_name}.messages_key must be a state key (a string), "
+                           f"not {key!r}")  # fmt: skip
+    return factory, getattr(module, "before_resume", None), key
+
+
+def _built(factory: Any, name: str, checkpointer: CheckpointProbe, **given: Any) -> Any:
+    """The app's graph, checked to be a compiled LangGraph graph persisted
+    by the checkpointer it was given."""
+    try:
+        graph = factory(checkpointer=checkpointer, **given)
+    except Exception as error:
+        raise AppSpecError(f"{name}(model=..., tools=..., checkpointer=...) raised "
+                           f"{type(error).__name__}: {error}") from None  # fmt: skip
+    kind = f"{type(graph).__module__}.{type(graph).__qualname__}"
+    if kind.startswith("pydantic_ai."):
+        raise AppSpecError(f"{name} returned a pydantic-ai {type(graph).__name__}: this module "
+                           "defines a pydantic-ai app; use pydantic-ai:MODULE:FACTORY")  # fmt: skip
+    if hasattr(graph, "compile") and not hasattr(graph, "get_state"):
+        raise AppSpecError(f"{name} returned an uncompiled {type(graph).__name__}: return "
+                           "builder.compile(checkpointer=checkpointer)")  # fmt: skip
+    if not (hasattr(graph, "invoke") and hasattr(graph, "get_state")):
+        raise AppSpecError(f"{name} returned {kind}, not a compiled LangGraph graph")
+    if getattr(graph, "checkpointer", None) is not checkpointer:
+        raise AppSpecError(f"{name} returned a graph without the checkpointer it was passed: "
+                           "compile it with checkpointer=checkpointer (faultlab tests the "
+                           "thread it persists)")  # fmt: skip
+    return graph
+
+
+def _hook(before_resume: Any, graph: Any, config: RunnableConfig, durability: str) -> None:
+    """The app's repair; told the durability mode when it takes a
+    `durability` argument (or **kwargs), so one hook is right in every mode."""
+    try:
+        parameters = inspect.signature(before_resume).parameters.values()
+    except (TypeError, ValueError):
+        parameters = ()  # type: ignore[assignment]
+    if any(p.name == "durability" or p.kind is p.VAR_KEYWORD for p in parameters):
+        before_resume(graph, config, durability=durability)
+    else:
+        before_resume(graph, config)
 
 
 def preload(app: str) -> None:
@@ -207,30 +312,56 @@ def preload(app: str) -> None:
     importlib.import_module(app.rpartition(":")[0])
 
 
+def _unanswered(db: str, key: str) -> list[Call]:
+    """The calls the persisted thread leaves unanswered, in call order:
+    what a resumed graph may run now."""
+    durable = read_thread(Path(db), THREAD, messages_key=key).durable()
+    results = durable.results()
+    return [c for c in durable.calls() if c.id not in results]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.lgchild", argv, modes=("async", "exit", "sync"),
                            actions=("resume", "resend", "hook"),
                            store="the SqliteSaver's database")  # fmt: skip
+    try:
+        _drive(args)
+    except AppSpecError as error:  # one line, the usage exit (the lab refuses the run)
+        print(f"faultlab: --app langgraph:{args.app}: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # the app's: its traceback, then one line that names it
+        traceback.print_exc()
+        notes = " ".join(getattr(error, "__notes__", ()))
+        print(f"faultlab: the app raised {type(error).__name__}: {error}"
+              + (f" ({notes})" if notes else ""), file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
+def _drive(args: Any) -> None:
     scenario = load_scenario(args.scenario)
     gate = GateClient(args.gate)
     ledger = LedgerWriter(args.ledger)
-    factory, before_resume = _factory(args.app)
+    factory, before_resume, key = _app(args.app)
+    gate.note("app/state", messagesKey=key)
     if before_resume is not None:
         gate.note("app/hook")  # the lab plans the `hook` resume style only then
     saver = SqliteSaver(sqlite3.connect(args.db, check_same_thread=False))
-    checkpointer = CheckpointProbe(saver, gate, args.fail)
-    model = ScriptedChatModel(scenario=scenario, gate=gate)
-    tools = [_tool(t, scenario, gate, ledger) for t in scenario.tools]
-    graph = factory(model=model, tools=tools, checkpointer=checkpointer)
+    checkpointer = CheckpointProbe(saver, gate, args.fail, messages_key=key)
+    order = CallOrder(late=lambda call: gate.note("app/call-order-late", callId=call))
+    model = ScriptedChatModel(scenario=scenario, gate=gate, order=order)
+    tools = [_tool(t, scenario, gate, ledger, order) for t in scenario.tools]
+    graph = _built(factory, args.app.rpartition(":")[2], checkpointer, model=model, tools=tools)
     config: RunnableConfig = {"configurable": {"thread_id": THREAD}}
     first = args.from_turn
     if args.action != "run":
         gate.note("app/resume", style=args.action, turn=first)
         if args.action == "hook" and before_resume is not None:
-            before_resume(graph, config)
+            _hook(before_resume, graph, config, args.durability)
+        order.expect(_unanswered(args.db, key))
         if args.action == "resend" or graph.get_state(config).created_at is None:
             # Nothing durable to resume from (or the user's own way): send again.
-            graph.invoke({"messages": [HumanMessage(scenario.turns[first].user)]}, config,
+            graph.invoke({key: [HumanMessage(scenario.turns[first].user)]}, config,
                          durability=args.durability)  # fmt: skip
         else:
             graph.invoke(None, config, durability=args.durability)
@@ -238,10 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         first += 1
     for turn in range(first, len(scenario.turns)):
         gate.note("app/turn", turn=turn)
-        graph.invoke({"messages": [HumanMessage(scenario.turns[turn].user)]}, config,
+        graph.invoke({key: [HumanMessage(scenario.turns[turn].user)]}, config,
                      durability=args.durability)  # fmt: skip
         gate.reach("invoke/end", turn=turn)
-    return 0
 
 
 if __name__ == "__main__":

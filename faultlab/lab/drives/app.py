@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from faultlab.lab.apps.drive import MODES, AppOptions, run_app_reference
+from faultlab.lab.apps.drive import MODES, STORE_WRITES, AppOptions, run_app_reference
 from faultlab.lab.apps.faults import APP_FAULTS, app_fault
 from faultlab.lab.drives.protocol import PlanContext, coverage_result
 from faultlab.lab.errors import LabUsageError
@@ -107,11 +107,19 @@ class AppDrive:
 
     def coverage(self, case: Case, reference: Reference, faults: Sequence[str]) -> CaseResult:
         # Declared boundaries name probe boundaries, which an app never
-        # reports; a script whose steps call tools must have run one.
+        # reports; every tool the script's steps call must have run, a ledger
+        # tool's effect been applied, and the app's store been written.
+        scenario = reference.scenario
+        called = {c.tool for t in scenario.turns for s in t.steps for c in s.tool_calls}
+        effects = any(t.effect == "ledger" and t.name in called for t in scenario.tools)
+        store = STORE_WRITES.get(self.options.framework)
+        needs = [(store, "a write of the app's store")] if store else []
+        if effects:
+            needs.append(("tool/effect", "a tool's effect in the world ledger"))
         return coverage_result(
-            case, reference, declared=False, tool_boundary="tool/started#1",
-            seen="the app ran no tool body in its fault-free run (does the factory give the "
-            "model the tools it is passed?)",
+            case, reference, declared=False, tool_boundary="tool/started#1", needs=needs,
+            seen="does the factory give the model the tools it is passed, and does the app run "
+            "the calls the model asks for?",
         )  # fmt: skip
 
     def run(self, case: Case, reference: Reference) -> CaseResult:

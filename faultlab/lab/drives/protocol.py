@@ -147,11 +147,13 @@ def reference_failed(case: Case, reference: Reference) -> CaseResult:
     if reference.hung:
         verdict, violations = hung(f"the fault-free run {reference.stderr}")
         return CaseResult(case, verdict, tuple(violations))
+    # The output's tail goes with it (a traceback: the console and the
+    # report show it), bounded as the reference keeps it.
     violation = Violation(
         "REFERENCE_FAILED",
         f"the fault-free run exited with status {reference.returncode}: "
         f"{output_tail(reference.stderr)}",
-        {"status": reference.returncode},
+        {"status": reference.returncode, "output": reference.stderr.strip()[-3000:]},
     )
     return CaseResult(case, "error", (violation,))
 
@@ -176,14 +178,16 @@ def calls_tools(scenario: Scenario) -> bool:
 def coverage_result(
     case: Case, reference: Reference, gaps: Sequence[Violation] = (), *,
     declared: bool = True, tool_boundary: str | None = None, seen: str = "",
+    needs: Sequence[tuple[str, str]] = (),
 ) -> CaseResult:  # fmt: skip
     """A coverage case: the fault-free run exited 0, reported some boundary
     (`gaps` says what else a planner left unchecked), reached the boundaries
     the scenario declares (`declared`: they name probe boundaries, which only
-    probe targets report) and, when `tool_boundary` is given and the
-    script's steps call tools, reached that occurrence: a target that never
-    saw the tools would pass every tool case vacuously (`seen` says where to
-    look)."""
+    probe targets report) and, when `tool_boundary` is given, ran every tool
+    the script's steps call (that boundary's records name the tool) and
+    reached each boundary of `needs` (name, what it is): a target that never
+    ran the tools, or never wrote its store, would pass every case vacuously
+    (NOTHING_TESTED; `seen` says where to look)."""
     if reference.returncode != 0:
         return reference_failed(case, reference)
     violations = list(gaps)
@@ -198,12 +202,31 @@ def coverage_result(
     if reference.occurrences:
         bare = scenario if declared else dataclasses.replace(scenario, boundaries=())
         violations += check_coverage(bare, reference.occurrences)
-    calls = any(step.tool_calls for turn in scenario.turns for step in turn.steps)
-    if (not violations and tool_boundary is not None and calls
-            and tool_boundary not in reference.occurrences):  # fmt: skip
-        violations.append(Violation(
-            "BOUNDARY_NOT_REACHED",
-            f"{scenario.name} calls tools, but {seen}",
-            {"boundary": tool_boundary.partition("#")[0]},
-        ))  # fmt: skip
+    if not violations and tool_boundary is not None:
+        violations += _nothing_tested(reference, tool_boundary.partition("#")[0], seen, needs)
     return CaseResult(case, "fail" if violations else "pass", tuple(violations))
+
+
+def _nothing_tested(reference: Reference, tool_boundary: str, seen: str,
+                    needs: Sequence[tuple[str, str]]) -> list[Violation]:  # fmt: skip
+    """NOTHING_TESTED: a tool the script's steps call that never ran in the
+    fault-free run, else a needed boundary it never reached."""
+    scenario = reference.scenario
+    called = {c.tool for turn in scenario.turns for step in turn.steps for c in step.tool_calls}
+    ran = {str(r.get("tool")) for r in reference.trace if r.get("boundary") == tool_boundary}
+    missing = sorted(called - ran)
+    if missing:
+        done = sorted(ran & called)
+        what = f"{', '.join(done)} but not {', '.join(missing)}" if done else "no tool"
+        return [Violation(
+            "NOTHING_TESTED",
+            f"{scenario.name} calls {', '.join(sorted(called))}, but the fault-free run ran "
+            f"{what}: {seen}",
+            {"boundary": tool_boundary, "tools": missing},
+        )]  # fmt: skip
+    names = {o.partition("#")[0] for o in reference.occurrences}
+    return [Violation(
+        "NOTHING_TESTED",
+        f"{scenario.name} needs {what} ({boundary}), but the fault-free run never reached one",
+        {"boundary": boundary},
+    ) for boundary, what in needs if boundary not in names]  # fmt: skip

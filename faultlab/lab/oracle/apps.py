@@ -45,9 +45,37 @@ def _started(records: Sequence[GateRecord]) -> list[str]:
     return [str(r["callId"]) for r in records if r.get("boundary") == "tool/started"]
 
 
+def _rerun_safe(scenario: Scenario) -> set[str]:
+    """The tools a re-run cannot harm, the same for every check: read-only,
+    idempotent, or taking the call's idempotency key (a re-run of the same
+    call applies no second effect)."""
+    return {t.name for t in scenario.tools
+            if t.read_only or t.idempotent or t.accepts_idempotency_key}  # fmt: skip
+
+
+def _effects(ledger: Sequence[LedgerRecord], keyed: set[str]) -> Counter[str]:
+    """Effects applied per tool; for a tool that takes an idempotency key,
+    one per distinct key (a key applied once is one effect however often
+    the call ran)."""
+    seen: set[tuple[str, str]] = set()
+    count: Counter[str] = Counter()
+    for r in ledger:
+        tool, key = str(r.get("tool")), r.get("key")
+        if tool in keyed and isinstance(key, str):
+            if (tool, key) in seen:
+                continue
+            seen.add((tool, key))
+        count[tool] += 1
+    return count
+
+
 def check_app(o: AppObservation) -> list[Violation]:
     tools = {t.name: t for t in o.scenario.tools}
+    # A lost intent is judged for every tool with an effect that is not
+    # idempotent: after it, the model asks again under a new call id, so a
+    # key (the call id) does not absorb it.
     risky = {n for n, t in tools.items() if not t.read_only and not t.idempotent}
+    safe = _rerun_safe(o.scenario)
     out: list[Violation] = []
     tool_of = {str(r["callId"]): str(r.get("tool")) for r in (*o.crash, *o.resume)
                if r.get("boundary") == "tool/started"}  # fmt: skip
@@ -61,7 +89,7 @@ def check_app(o: AppObservation) -> list[Violation]:
                                  "or pending write held the call when the process died",
                                  {"callId": call}))  # fmt: skip
     unknown = [c for c in dict.fromkeys(started)
-               if c not in durable_results and tool_of.get(c) in risky]  # fmt: skip
+               if c not in durable_results and tool_of.get(c) not in safe]  # fmt: skip
     again = set(_started(o.resume))
     for call in unknown:
         if call in again:
@@ -70,9 +98,10 @@ def check_app(o: AppObservation) -> list[Violation]:
                                  "durable, and the app's next run ran it again without telling "
                                  "the model",
                                  {"callId": call}))  # fmt: skip
-    expected = Counter(str(r.get("tool")) for r in o.reference_ledger)
-    applied = Counter(str(r.get("tool")) for r in o.ledger)
-    for tool in sorted(risky):
+    keyed = {t.name for t in o.scenario.tools if t.accepts_idempotency_key}
+    expected = _effects(o.reference_ledger, keyed)
+    applied = _effects(o.ledger, keyed)
+    for tool in sorted(set(tools) - (safe - keyed)):
         if applied[tool] > expected[tool]:
             out.append(Violation("SIDE_EFFECT_DUPLICATED",
                                  f"{tool} applied {applied[tool]} times; the fault-free run "
@@ -91,7 +120,7 @@ def check_app(o: AppObservation) -> list[Violation]:
                              "have more than one successor (two writers continued the thread)",
                              {"forks": list(o.forks)}))  # fmt: skip
     if o.style in ("hook", "repair"):
-        out.extend(_classification(o, set(started)))
+        out.extend(_classification(o, set(started), safe))
     out.extend(_dispatch_after_failure(o.crash))
     if o.resume_status != 0 and not rejected and not out:
         out.append(Violation("RESUME_FAILED", f"the recovery exited {o.resume_status}: "
@@ -120,23 +149,31 @@ def _dispatch_after_failure(crash: Sequence[GateRecord]) -> list[Violation]:
                       "on the state it was writing", {"at": failed.get("at")})]
 
 
-def _classification(o: AppObservation, started: set[str]) -> list[Violation]:
+def _classification(o: AppObservation, started: set[str], safe: set[str]) -> list[Violation]:
     """G3 for an app that installs a repair (or uses its framework's): each
     call left unanswered at the kill is answered first by the repair, with
     'unknown' when its body had started (ground truth: the gate) and never
-    with 'not started' then."""
+    with 'not started' then.  Running the call instead of answering it is
+    right for a call that had not started when it then ran exactly once
+    (a repair that knows it never started, LangGraph's `sync`), and for a
+    tool a re-run cannot harm (the exemption UNKNOWN_OUTCOME_RERUN makes)."""
     out: list[Violation] = []
     answered = o.durable_at_kill.results()
     final = o.final.results()
-    for call in o.durable_at_kill.calls():
-        if call.id in answered:
+    reran = Counter(_started(o.resume))
+    names = {c.id: c.name for c in o.durable_at_kill.calls()}
+    for call, call_name in names.items():
+        if call in answered:
             continue
-        found = classify_result(final.get(call.id))
-        want = ("unknown",) if call.id in started else ("not-started", "unknown")
+        found = classify_result(final.get(call))
+        want: tuple[str, ...] = ("unknown",) if call in started else ("not-started", "unknown")
+        once = reran[call] == 1 and call not in started
+        if once or (reran[call] and call_name in safe):
+            want += ("success", "error")
         if found not in want:
             out.append(Violation("REPAIR_MISCLASSIFIED",
-                                 f"{call.id} ({call.name}) was answered as {found or 'nothing'}; "
-                                 f"its body {'had' if call.id in started else 'had not'} started, "
+                                 f"{call} ({call_name}) was answered as {found or 'nothing'}; "
+                                 f"its body {'had' if call in started else 'had not'} started, "
                                  f"so the answer must be {' or '.join(want)}",
-                                 {"callId": call.id, "found": found}))  # fmt: skip
+                                 {"callId": call, "found": found}))  # fmt: skip
     return out

@@ -147,6 +147,12 @@ GUARANTEES: dict[str, tuple[str, str]] = {
         "coverage",
         "the fault-free run reported no boundary: nothing could be crash-tested",
     ),
+    "NOTHING_TESTED": (
+        "coverage",
+        "the fault-free run never exercised what the scenario is about: a tool its script "
+        "calls never ran, or no boundary of a kind the scenario needs (an effect, a store "
+        "write) was reached, so its crash cases would pass vacuously",
+    ),
     "FAULT_NOT_PLANNED": (
         "coverage",
         "a fault that applies to the scenario got no case: it was never injected",

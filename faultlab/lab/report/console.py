@@ -110,11 +110,43 @@ _LOOK_CODE = {
 }
 
 
-def where_to_look(code: str) -> tuple[str, ...]:
-    """The artifacts of a failure that show `code`'s problem, most telling first."""
+# What the same artifact is called in a drive's failure folder that keeps
+# other files (an app case: the gate's records, the thread read with the
+# framework's serializer at the kill and at the end, each child's output).
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "crashed.jsonl": ("at-kill.thread.json",),
+    "repaired.jsonl": ("final.thread.json",),
+    "final.jsonl": ("final.thread.json",),
+    "world-ledger.jsonl": ("world.jsonl",),
+    "trace.jsonl": ("records.jsonl",),
+    "crash.stderr": ("run1-run.stderr",),
+    "repair.stderr": ("run2-*.stderr",),
+    "resume.stderr": ("run2-*.stderr",),
+}
+
+
+# Lines of a failed run's output (its traceback's end) the console shows.
+_OUTPUT_LINES = 12
+
+
+def where_to_look(code: str, folder: Path | None = None) -> tuple[str, ...]:
+    """The artifacts of a failure that show `code`'s problem, most telling
+    first; given the failure's `folder`, only files it holds (a drive's own
+    name for the same artifact where it keeps another)."""
     if code in _LOOK_CODE:
-        return _LOOK_CODE[code]
-    return _LOOK.get(GUARANTEES.get(code, ("?", ""))[0], ("violations.json",))
+        names = _LOOK_CODE[code]
+    else:
+        names = _LOOK.get(GUARANTEES.get(code, ("?", ""))[0], ("violations.json",))
+    if folder is None or not folder.is_dir():
+        return names
+    found: list[str] = []
+    for name in names:
+        for candidate in (name, *_ALIASES.get(name, ())):
+            hits = sorted(p.name for p in folder.glob(candidate) if p.is_file())
+            if hits:
+                found.append(hits[-1])
+                break
+    return tuple(dict.fromkeys(found)) or ("violations.json",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +162,13 @@ class FailureGroup:
     replay: str  # the first case's replay command
     look_at: tuple[str, ...]  # names of the artifacts that show it
     where: str  # the first case's artifact directory ("" when none was kept)
+    output: str = ""  # the first case's failed run's output (a traceback), when kept
 
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "promise": self.promise, "meaning": self.meaning,
                 "harms": list(self.harms), "cases": list(self.case_ids),
                 "replay": self.replay, "lookAt": list(self.look_at),
-                "where": self.where}  # fmt: skip
+                "where": self.where, "output": self.output}  # fmt: skip
 
 
 def group_failures(
@@ -163,17 +196,25 @@ def group_failures(
                 harms.append(text)
         first = members[0][0]
         where = ""
-        if report is not None and "dir" in first.artifacts:
-            where = str(report / "failures" / slug(first.case.id))
+        folder = Path(first.artifacts["dir"]) if "dir" in first.artifacts else None
+        kept = report / "failures" / slug(first.case.id) if report is not None else None
+        if kept is not None and ("dir" in first.artifacts or kept.is_dir()):
+            where = str(kept)
+            folder = kept if kept.is_dir() else folder
+
         guarantee = promise(code) if code in GUARANTEES else f"{code}: the case did not finish"
-        look = where_to_look(code)
+        found = members[0][1]
+        output = found.evidence.get("output") if found is not None else None
+        # Without a kept directory a failure's folder holds its violations.
+        look = (where_to_look(code, folder) if "dir" in first.artifacts
+                else ("violations.json",))  # fmt: skip
         if judged_on_servers(first):  # a black-box case: its own meaning, its own files
             guarantee = SERVER_PROMISES.get(code, guarantee)
             look = tuple(server_files(first, (code,)))
         groups.append(FailureGroup(
             code=code, promise=guarantee, meaning=explain(code), harms=tuple(harms),
             case_ids=tuple(r.case.id for r, _ in members), replay=replay(first),
-            look_at=look, where=where,
+            look_at=look, where=where, output=output if isinstance(output, str) else "",
         ))  # fmt: skip
     groups.sort(key=lambda g: (g.code not in _WORLD_HARM, -len(g.case_ids),
                                _CODES_ORDER.get(g.code, len(_CODES_ORDER))))  # fmt: skip
@@ -204,6 +245,9 @@ def render_failures(
         ids = group.case_ids if verbosity > 0 else group.case_ids[:shown]
         more = count - len(ids)
         lines.append("  cases:   " + ", ".join(ids) + (f", and {more} more" if more else ""))
+        if group.output:
+            tail = group.output.splitlines()[-_OUTPUT_LINES:]
+            lines += ["  output:", *(f"    {line}" for line in tail)]
         lines.append(f"  look at: {', '.join(group.look_at)}"
                      + (f" in {group.where}/" if group.where else ""))
         lines.append(f"  replay:  {paint(group.replay, 'bold')}")

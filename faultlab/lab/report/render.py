@@ -149,6 +149,12 @@ def markdown_report(result: ExploreResult, info: RunInfo, report_dir: Path) -> s
                 continue
             lines.append(f"### `{r.case.id}` ({r.verdict})")
             lines += [f"- `{v.code}`: {v.message}" for v in r.violations]
+            for v in r.violations:
+                output = v.evidence.get("output")
+                if isinstance(output, str) and output:
+                    fence = "~~~~" if "~~~" in output else "~~~"
+                    lines += [f"- output of the failed run (`{v.code}`):", "", fence, output,
+                              fence, ""]  # fmt: skip
             lines.append(f"- replay: `{replay_command(r, report_dir)}`")
             lines.append(f"- artifacts: `failures/{slug(r.case.id)}/`; the problem shows in "
                          + ", ".join(f"`{name}`" for name in look_at(r)))  # fmt: skip
@@ -162,7 +168,11 @@ def look_at(result: CaseResult) -> list[str]:
     for a duplicated effect)."""
     if judged_on_servers(result):  # a black-box case: the files its folder holds
         return server_files(result, result.codes)
-    names = [name for code in result.codes for name in where_to_look(code)] or ["violations.json"]
+    if "dir" not in result.artifacts:
+        return ["violations.json"]  # no kept directory: the folder holds its violations
+    folder = Path(result.artifacts["dir"])
+    names = [name for code in result.codes
+             for name in where_to_look(code, folder)] or ["violations.json"]  # fmt: skip
     return list(dict.fromkeys(names))
 
 

@@ -8,8 +8,9 @@ from typing import Any
 from faultlab.lab.oracle.apps import AppObservation, check_app
 from faultlab.lab.read.histories import Call, History, Message
 from faultlab.scenario import load_scenario
-from tests.conftest import SCENARIOS
+from tests.conftest import REPO, SCENARIOS
 
+FIXTURES = REPO / "tests" / "fixtures" / "lgapps"
 PAYMENT = load_scenario(str(SCENARIOS / "payment.toml"))
 USER = Message("user", PAYMENT.turns[0].user)
 ASK = Message("assistant", "Charging the card.", (Call("c1", "charge_card"),))
@@ -91,3 +92,57 @@ def test_work_started_while_the_failing_write_was_in_flight() -> None:
 def test_a_forked_checkpoint_chain_is_a_seq_fork() -> None:
     assert _codes(_obs(crash=(), forks=("1ef-a",))) == ["SEQ_FORK"]
     assert _codes(_obs(crash=(), forks=())) == []
+
+
+# -- issue 32: the same exemptions in every check, effects by key -------------
+
+LOOKUP_CHARGE = load_scenario(str(FIXTURES / "lookup_charge.toml"))
+KEYED = load_scenario(str(FIXTURES / "keyed_charge.toml"))
+TWO = Message("assistant", "Both.", (Call("c0", "lookup_order"), Call("c1", "charge_card")))
+LOOKED = Message("tool", "order 7: 40.00 EUR", (), "c0")
+CHARGED = Message("tool", "charged 40.00 EUR", (), "c1")
+
+
+def _lookup_started(n: int = 1) -> dict[str, Any]:
+    return {"boundary": "tool/started", "n": n, "callId": "c0", "tool": "lookup_order"}
+
+
+def test_a_call_that_never_started_and_then_ran_once_is_not_misclassified() -> None:
+    # LangGraph `sync`: the step with the call finished, its checkpoint was not
+    # written; the recipe leaves the call to invoke(None), which runs it once.
+    final = History((USER, ASK, CHARGED, Message("assistant", "k")))
+    assert _codes(_obs(style="hook", crash=(), resume=(_started(1),), final=final)) == []
+    # Run twice on resume, it is no longer "ran exactly once": misclassified.
+    twice = (_started(1), _started(2))
+    assert "REPAIR_MISCLASSIFIED" in _codes(_obs(style="hook", crash=(), resume=twice,
+                                                 final=final))  # fmt: skip
+    # A started charge answered by running it again is misclassified (and a re-run).
+    codes = _codes(_obs(style="hook", resume=(_started(2),), final=final))
+    assert "REPAIR_MISCLASSIFIED" in codes and "UNKNOWN_OUTCOME_RERUN" in codes
+
+
+def test_a_rerun_read_only_lookup_is_exempt_in_every_check() -> None:
+    at_kill = History((Message("user", LOOKUP_CHARGE.turns[0].user), TWO, CHARGED))
+    final = History((*at_kill.messages, LOOKED, Message("assistant", "paid")))
+    observed = _obs(scenario=LOOKUP_CHARGE, style="hook", crash=(_lookup_started(),),
+                    resume=(_lookup_started(2),), durable_at_kill=at_kill, final=final)  # fmt: skip
+    assert _codes(observed) == []
+    # The same re-run of the charge is caught, by both checks.
+    wrong = _obs(scenario=LOOKUP_CHARGE, style="hook", crash=(_started(),),
+                 resume=(_started(2),), ledger=(CHARGE, CHARGE),
+                 durable_at_kill=History((at_kill.messages[0], TWO, LOOKED)),
+                 final=History((at_kill.messages[0], TWO, LOOKED, CHARGED)))  # fmt: skip
+    assert {"REPAIR_MISCLASSIFIED", "UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED"} <= set(
+        _codes(wrong))
+
+
+def test_effects_are_counted_by_idempotency_key() -> None:
+    keyed = {**CHARGE, "key": "c1"}
+    # The re-run under the same key applied nothing more: one effect, no re-run harm.
+    absorbed = _obs(scenario=KEYED, resume=(_started(2),), ledger=(keyed,),
+                    reference_ledger=(keyed,))  # fmt: skip
+    assert _codes(absorbed) == []
+    # Two keys (the model asked again under a new call id): a duplicate.
+    other = {**CHARGE, "callId": "c2", "key": "c2"}
+    assert _codes(_obs(scenario=KEYED, ledger=(keyed, other),
+                       reference_ledger=(keyed,))) == ["SIDE_EFFECT_DUPLICATED"]  # fmt: skip

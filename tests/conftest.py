@@ -43,6 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "scenarios"
 
 
+@pytest.hookimpl(optionalhook=True)  # a run without xdist has no such hook
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker more than there are CPUs.  Much of the suite
     waits on real agents and children (an agent's resolver retrying, a

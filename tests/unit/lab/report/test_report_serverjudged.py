@@ -29,9 +29,11 @@ def test_a_black_box_failure_names_only_files_its_folder_holds(tmp_path: Path) -
     assert shown == ["records.jsonl", "at-kill-0-s.jsonl.history.json", "world.jsonl",
                      "run2-resume.stderr"]  # fmt: skip
     assert all((tmp_path / name).is_file() for name in shown)
-    # The white-box case keeps its own names (its folder holds them).
-    assert "world-ledger.jsonl" in look_at(result(tmp_path, "SIDE_EFFECT_DUPLICATED",
-                                                  records=False))  # fmt: skip
+    # The white-box case keeps its own names, where its folder holds them.
+    white = result(tmp_path, "SIDE_EFFECT_DUPLICATED", records=False)
+    assert "world-ledger.jsonl" not in look_at(white)
+    (tmp_path / "world-ledger.jsonl").write_text("x")
+    assert "world-ledger.jsonl" in look_at(white)
 
 
 def test_the_ground_truth_line_names_the_servers() -> None:

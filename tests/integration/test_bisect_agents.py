@@ -23,10 +23,10 @@ pytestmark = pytest.mark.realprocess
 def bisect(tmp_path: Path, agent: str) -> lab.BisectResult:
     drive = lab.make_drive("agent", workdir=tmp_path / "work", timeout=60, agent=agent)
     return lab.bisect_delays(drive, lab.load_scenarios([PAYMENT]), faults=["sigkill"], jobs=2,
-                             keyword="tool/applied#1", resolution_ms=100)  # fmt: skip
+                             keyword="tool/applied#1", resolution_ms=200)  # fmt: skip
 
 
-@pytest.mark.heavy(40)
+@pytest.mark.heavy(60)
 def test_bisection_finds_the_lag_of_a_write_behind_agent(tmp_path: Path) -> None:
     zoo = load_zoo(default_zoo_path())
     (variant,) = [v for v in zoo.variants if v.name == "bb_async_persist"]

@@ -23,11 +23,15 @@ CAMPAIGN = (TINY_TOOL, "--policy", "turn-only", "--faults", "sigkill")
 pytestmark = pytest.mark.realprocess
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    # `faultlab` on PATH, as on a CI runner after `pip install faultlab`
+def runner_env() -> dict[str, str]:
+    """`faultlab` on PATH, as on a CI runner after `pip install faultlab`."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    return subprocess.run(args, cwd=cwd, env={**os.environ, "PATH": path}, text=True,
-                          capture_output=True, timeout=300, check=False)  # fmt: skip
+    return {**os.environ, "PATH": path}
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, env=runner_env(), text=True, capture_output=True,
+                          timeout=300, check=False)  # fmt: skip
 
 
 def cases(run_dir: Path) -> list[tuple[str, str, list[str]]]:
@@ -43,9 +47,7 @@ def test_four_shards_run_apart_and_merged_equal_the_unsharded_run(tmp_path: Path
     assert whole.returncode == 1, whole.stderr
     shards = [subprocess.Popen(["sh", str(SHARD), str(k), "4", f"shard-{k}", *CAMPAIGN],
                                cwd=tmp_path, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PATH": f"{Path(sys.executable).parent}"
-                                    f"{os.pathsep}{os.environ.get('PATH', '')}"})
+                               stderr=subprocess.PIPE, text=True, env=runner_env())
               for k in (1, 2, 3, 4)]  # fmt: skip
     for shard in shards:
         _out, err = shard.communicate(timeout=300)

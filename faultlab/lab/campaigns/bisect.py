@@ -166,16 +166,14 @@ def bisect_delays(
     wanted = drive.parse_faults(faults)
     drive = drive.for_faults(wanted)
     started = time.monotonic()
-    references: dict[str, Reference] = {}
-    probes: dict[str, list[_Probe]] = {}
+    probes: dict[str, list[_Probe]] = {}  # by fault-free run (scenario_path)
     results: list[CaseResult] = []
     rounds = 0
     pending: dict[str, list[Case]] = {}
 
     def plan_round(reference: Reference) -> list[Case]:
         path = reference.scenario_path
-        if path not in references:  # the first round: this scenario's probes
-            references[path] = reference
+        if path not in probes:  # the first round: this scenario's probes
             probes[path] = [
                 _Probe(path, occurrence, fault) for fault in wanted
                 for occurrence in reference.occurrences
@@ -199,7 +197,7 @@ def bisect_delays(
                               reference=None if first else cached)  # fmt: skip
         except Interrupted as stop:  # what every round finished is kept
             kept = (*results, *stop.partial.results)
-            raise Interrupted(ExploreResult(kept, tuple(references.values()),
+            raise Interrupted(ExploreResult(kept, tuple(by_given.values()),
                                             time.monotonic() - started, None,
                                             complete=False)) from stop  # fmt: skip
         if first:  # the engine returns the fault-free runs in the order given
@@ -214,7 +212,7 @@ def bisect_delays(
                    for path, found in probes.items()}  # fmt: skip
         todo = [(p, s) for p, s in scenarios if p in by_given
                 and pending.get(by_given[p].scenario_path)]  # fmt: skip
-    explored = ExploreResult(tuple(results), tuple(references.values()),
+    explored = ExploreResult(tuple(results), tuple(by_given.values()),
                              time.monotonic() - started, None)  # fmt: skip
     lags = tuple(probe.lag() for found in probes.values() for probe in found if probe.runs)
     return BisectResult(explored, lags, rounds)

@@ -293,8 +293,10 @@ def run_selftest(
                            spawn=spawn, timeout=timeout))  # fmt: skip
         for runtime in (r for r in zoo.foreign if r.quick or not quick):  # other languages
             add(foreign_row(runtime, chosen, stage="quick" if quick else "explore",
-                            timeout=timeout, workdir=workdir / "foreign" / runtime.name,
-                            parallel=partial(_in_parallel, jobs=jobs)))  # fmt: skip
+                            workdir=workdir / "foreign" / runtime.name,
+                            parallel=partial(_in_parallel, jobs=jobs),
+                            run_case=lambda case, command, backend, where: _quick_case(
+                                case, command, timeout, where, spawn, backend)))  # fmt: skip
         examples = zoo.reference_fuzz_quick_examples if quick else zoo.reference_fuzz_examples
         if examples is not None:
             # The full campaign draws each example's policy among those that

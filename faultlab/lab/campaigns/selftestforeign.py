@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from faultlab.lab.campaigns import api
 from faultlab.lab.campaigns.selftestjudge import SelftestRow, Stage, judge_reference
 from faultlab.lab.campaigns.zoo import ForeignRuntime, QuickCase, ZooVariant
 from faultlab.lab.oracle.case import CaseResult
@@ -23,6 +22,8 @@ from faultlab.lab.oracle.case import CaseResult
 __all__ = ["foreign_cases", "foreign_row"]
 
 Parallel = Callable[[Sequence[Callable[[], CaseResult]]], list[CaseResult]]
+# Runs one case on a target command: (case, command, backend, folder) -> result
+RunCase = Callable[[QuickCase, list[str], "str | None", Path], CaseResult]
 
 
 def foreign_cases(
@@ -40,18 +41,9 @@ def foreign_cases(
     )
 
 
-def _run(
-    case: QuickCase, backend: str | None, runtime: ForeignRuntime, timeout: float, workdir: Path
-) -> CaseResult:
-    return api.run_single(str(case.scenario), case.at, fault=case.fault,
-                          target=list(runtime.command), timeout=timeout, workdir=workdir,
-                          backend=backend,
-                          check_determinism=case.check_determinism)  # fmt: skip
-
-
 def foreign_row(
-    runtime: ForeignRuntime, chosen: Sequence[ZooVariant], *, stage: Stage, timeout: float,
-    workdir: Path, parallel: Parallel,
+    runtime: ForeignRuntime, chosen: Sequence[ZooVariant], *, stage: Stage, workdir: Path,
+    parallel: Parallel, run_case: RunCase,
 ) -> SelftestRow:  # fmt: skip
     """The false-alarm row of `runtime` ("not-available" when its interpreter
     is not on PATH: not counted, and the note says so)."""
@@ -61,7 +53,7 @@ def foreign_row(
         return SelftestRow(name, stage, (), "not-available", None, 0, 0, note=note, correct=True)
     started = time.monotonic()
     cases = foreign_cases(runtime, chosen)
-    calls = [partial(_run, case, backend, runtime, timeout, workdir / str(i))
+    calls = [partial(run_case, case, list(runtime.command), backend, workdir / str(i))
              for i, (case, backend) in enumerate(cases)]  # fmt: skip
     results = parallel(calls)
     return judge_reference(results, stage=stage, seconds=time.monotonic() - started, name=name)

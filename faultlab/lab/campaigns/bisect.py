@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faultlab.lab.campaigns.engine import ExploreResult, Interrupted, Progress, _run_drive
+from faultlab.lab.campaigns.engine import ExploreResult, Interrupted, Progress, run_drive
 from faultlab.lab.campaigns.select import keyword_matcher
 from faultlab.lab.drives.protocol import COVERAGE, Drive
 from faultlab.lab.errors import LabUsageError, check_jobs
@@ -192,7 +192,7 @@ def bisect_delays(
         rounds += 1
         first = rounds == 1
         try:
-            part = _run_drive(drive, todo, wanted, plan_round, jobs=jobs, shard=None,
+            part = run_drive(drive, todo, wanted, plan_round, jobs=jobs, shard=None,
                               progress=progress, coverage=first,
                               reference=None if first else cached)  # fmt: skip
         except Interrupted as stop:  # what every round finished is kept

@@ -42,6 +42,7 @@ __all__ = [
     "fuzz",
     "parse_shard",
     "run_case",
+    "run_drive",
     "run_exploration",
     "run_single",
     "spread_order",
@@ -288,7 +289,7 @@ def explore(
     for variant in drive.variants():
         try:
             crash_cases = partial(_planned, variant, wanted, context, max_cases)
-            part = _run_drive(variant, scenarios, wanted, crash_cases, jobs=jobs, shard=shard,
+            part = run_drive(variant, scenarios, wanted, crash_cases, jobs=jobs, shard=shard,
                               progress=progress, select=select)  # fmt: skip
         except Interrupted as stop:
             raise Interrupted(combined_result([*parts, stop.partial])) from stop
@@ -311,7 +312,7 @@ def _planned(drive: Drive, faults: tuple[str, ...], context: PlanContext, max_ca
     return cases
 
 
-def _run_drive(
+def run_drive(
     drive: Drive, scenarios: Sequence[tuple[str, Scenario]], faults: tuple[str, ...],
     crash_cases: Callable[[Reference], list[Case]], *, jobs: int, shard: Shard | None,
     progress: Progress | None, select: Selection | None = None, coverage: bool = True,
@@ -423,4 +424,4 @@ def fuzz(
                                  faults=wanted, max_delay_ms=max_delay_ms)  # fmt: skip
         return [Case(reference.scenario_path, str(p), f) for p, f in pairs]
 
-    return _run_drive(drive, scenarios, wanted, drawn, jobs=jobs, shard=None, progress=progress)
+    return run_drive(drive, scenarios, wanted, drawn, jobs=jobs, shard=None, progress=progress)

@@ -9,7 +9,12 @@
 from __future__ import annotations
 
 import os
-import signal
+
+TYPE_CHECKING = False  # typing is not imported: it costs the supervisor's start time
+if TYPE_CHECKING or __package__:  # mypy; imported as faultlab.forking.procscan
+    import signal
+else:  # the supervisor's `python -I -S`: the C module, without signal.py's enums
+    import _signal as signal
 
 __all__ = [
     "_descendants",

@@ -38,7 +38,6 @@
 # and faultlab/forking/ at the end of sys.path to import them.
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 
@@ -48,6 +47,8 @@ if TYPE_CHECKING or __package__:  # mypy; imported, or `python -m faultlab.lab.p
         _DEATH_SIGNAL,
         _PR_SET_PDEATHSIG,
         _finish,
+        _libc,
+        _libc_errno,
         _Tree,
         freeze_kill,
     )
@@ -56,7 +57,15 @@ else:  # `python -I -S reaper.py`: no faultlab on sys.path, only the stdlib
     _here = os.path.dirname(os.path.abspath(__file__))
     sys.path.append(_here)
     sys.path.append(os.path.join(os.path.dirname(os.path.dirname(_here)), "forking"))
-    from reaperkill import _DEATH_SIGNAL, _PR_SET_PDEATHSIG, _finish, _Tree, freeze_kill
+    from reaperkill import (
+        _DEATH_SIGNAL,
+        _PR_SET_PDEATHSIG,
+        _finish,
+        _libc,
+        _libc_errno,
+        _Tree,
+        freeze_kill,
+    )
     from reaperspawn import _spawn
 
 __all__ = ["freeze_kill", "main"]
@@ -65,11 +74,12 @@ _PR_SET_CHILD_SUBREAPER = 36
 _TICK = 0.5  # seconds between checks that the lab is still our parent
 
 
-def _setup() -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        return False
-    return bool(libc.prctl(_PR_SET_PDEATHSIG, int(_DEATH_SIGNAL), 0, 0, 0) == 0)
+def _setup() -> str:
+    """Become a subreaper, told of the lab's death; why not ("" if done)."""
+    for option, value in ((_PR_SET_CHILD_SUBREAPER, 1), (_PR_SET_PDEATHSIG, int(_DEATH_SIGNAL))):
+        if _libc("prctl", option, value, 0, 0, 0) != 0:
+            return _libc_errno("prctl", option, value, 0, 0, 0)
+    return ""
 
 
 def _forwards(text: str) -> dict[int, str] | None:
@@ -97,8 +107,9 @@ def main(args: list[str]) -> int:
     for fd in (control, status):
         os.set_inheritable(fd, False)  # the agent must never hold the lab's pipes
     tree = _Tree(control, status, lab)
-    if not _setup():
-        tree.say(f"error prctl failed: {os.strerror(ctypes.get_errno())}")
+    failed = _setup()
+    if failed:
+        tree.say(f"error prctl failed: {failed}")
         return 1
     # The lab may have died before PR_SET_PDEATHSIG was set: then no signal comes.
     if tree.lab_gone() or not _spawn(tree, args[6:], options, forwards):

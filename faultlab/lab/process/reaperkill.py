@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import time
 
 TYPE_CHECKING = False  # typing is not imported: it costs the supervisor's start time
 if TYPE_CHECKING or __package__:  # mypy; imported, or `python -m faultlab.lab.process.reaper`
+    import signal
+
     from faultlab.forking.procscan import _reaped, _send, _stop_groups, _targets
     from faultlab.lab.process.reaperrelay import _Relays
 else:  # `python -I -S reaper.py` put this directory on sys.path (reaper.py)
+    import _signal as signal  # the C module: signal.py's enums cost ~8 ms a start
+
     from procscan import _reaped, _send, _stop_groups, _targets
     from reaperrelay import _Relays
 
@@ -24,6 +27,8 @@ __all__ = [
     "_STOP_SIGNALS",
     "_Tree",
     "_finish",
+    "_libc",
+    "_libc_errno",
     "freeze_kill",
 ]
 
@@ -31,6 +36,31 @@ _PR_SET_PDEATHSIG = 1
 _DEATH_SIGNAL = signal.SIGUSR1  # the parent *thread* died: check whether the lab did
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _KILL_BOUND = 20.0  # seconds a freeze-kill may take before the supervisor gives up
+_LIBC: list[int] = []  # the handle of the process's own symbols, once opened
+
+
+def _libc(name: str, *args: int) -> int:
+    """Call libc's `name` with int arguments, as ctypes.CDLL(None) would,
+    through the C module _ctypes: ctypes/__init__.py's own imports (struct,
+    types, ...) cost the supervisor ~10 ms a start.  errno is not kept:
+    `_libc_errno` says why a call failed."""
+    import _ctypes
+
+    if not _LIBC:
+        _LIBC.append(_ctypes.dlopen(None, 0))  # type: ignore[arg-type]  # None: ourselves
+    return int(_ctypes.call_function(_ctypes.dlsym(_LIBC[0], name), args))
+
+
+def _libc_errno(name: str, *args: int) -> str:
+    """Why the call `name(*args)` fails: it is made again through ctypes,
+    which keeps errno (the failure path only, where the start time no
+    longer matters)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(*args) == 0:
+        return "failed once, then succeeded"
+    return os.strerror(ctypes.get_errno())
 
 
 class _Tree:
@@ -129,6 +159,12 @@ def freeze_kill(tree: _Tree, group: int | None, *, scan: bool = False) -> bool:
     cgroup = None if scan else tree.cgroup
     deadline = time.monotonic() + _KILL_BOUND
     while True:
+        if group is None and cgroup is None and not _has_children(tree):
+            # A subreaper with no child, live or zombie, has no descendant at
+            # all (an orphan re-parents to us before its parent is a zombie):
+            # the scan of all of /proc can be skipped (the usual end once a
+            # PID namespace's init is killed).
+            return True
         tree.reap()
         live, groups = _targets(cgroup, group)
         if not live:

@@ -4,7 +4,9 @@
 # only, no faultlab import: the supervisor runs as `python -I -S`.
 from __future__ import annotations
 
-import socket
+TYPE_CHECKING = False  # typing is not imported: it costs the supervisor's start time
+if TYPE_CHECKING:
+    import socket  # imported where a relay is made: most trees have none (~8 ms a start)
 
 __all__ = ["_End", "_Relays"]
 
@@ -32,6 +34,8 @@ class _Relays:
         self.ends: dict[int, _End] = {}  # by fd
 
     def listen(self, port: int, path: str) -> None:
+        import socket
+
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", port))
@@ -67,6 +71,8 @@ class _Relays:
             agent, _ = listener.accept()
         except OSError:
             return
+        import socket
+
         lab = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             lab.connect(path)  # a local socket: at once
@@ -112,6 +118,8 @@ class _Relays:
 
     @staticmethod
     def _shut(end: _End) -> None:
+        import socket
+
         try:  # noqa: SIM105
             end.sock.shutdown(socket.SHUT_WR)
         except OSError:

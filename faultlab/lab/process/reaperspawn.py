@@ -7,23 +7,25 @@
 # supervisor runs as `python -I -S`.
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
-import socket
 
 TYPE_CHECKING = False  # typing is not imported: it costs the supervisor's start time
 if TYPE_CHECKING or __package__:  # mypy; imported, or `python -m faultlab.lab.process.reaper`
+    import signal
+
     from faultlab.forking.procscan import _join_cgroup, _move, _own_freezer, _processes
     from faultlab.lab.process.reaperkill import (
         _DEATH_SIGNAL,
         _PR_SET_PDEATHSIG,
         _STOP_SIGNALS,
+        _libc,
         _Tree,
     )
 else:  # `python -I -S reaper.py` put this directory on sys.path (reaper.py)
+    import _signal as signal  # the C module: signal.py's enums cost ~8 ms a start
+
     from procscan import _join_cgroup, _move, _own_freezer, _processes
-    from reaperkill import _DEATH_SIGNAL, _PR_SET_PDEATHSIG, _STOP_SIGNALS, _Tree
+    from reaperkill import _DEATH_SIGNAL, _PR_SET_PDEATHSIG, _STOP_SIGNALS, _libc, _Tree
 
 __all__ = ["_spawn"]
 
@@ -35,7 +37,7 @@ _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 def _spawn(tree: _Tree, argv: list[str], options: set[str], forwards: dict[int, str]) -> bool:
     # Signals ignored here (Python ignores SIGPIPE and SIGXFSZ) would stay
     # ignored across exec: the agent gets every disposition at its default.
-    defaults = {signal.Signals(n) for n in range(1, 32)} - {signal.SIGKILL, signal.SIGSTOP}
+    defaults = set(range(1, 32)) - {int(signal.SIGKILL), int(signal.SIGSTOP)}
     home = _own_freezer() if "freezer" in options else None
     tree.cgroup = _join_cgroup(home) if home is not None else None
     networked = "netns" in options and _enter_network(tree, forwards)
@@ -59,10 +61,10 @@ def _enter_network(tree: _Tree, forwards: dict[int, str]) -> bool:
     loopback up, and listen on 127.0.0.1:PORT for each relay.  False, nothing
     changed, if the kernel does not allow it."""
     import fcntl
+    import socket  # only here: a network namespace is rare, and socket costs ~8 ms to import
     import struct
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(_CLONE_NEWNET) != 0:
+    if _libc("unshare", _CLONE_NEWNET) != 0:
         return False
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         request = struct.pack("16sh22x", b"lo", 0)
@@ -94,7 +96,7 @@ def _close_passed() -> None:
             pass
 
 
-def _spawn_here(tree: _Tree, argv: list[str], defaults: set[signal.Signals]) -> bool:
+def _spawn_here(tree: _Tree, argv: list[str], defaults: set[int]) -> bool:
     try:
         tree.agent = os.posix_spawnp(
             argv[0], argv, os.environ, setsid=True, setsigdef=defaults, setsigmask=()
@@ -107,11 +109,10 @@ def _spawn_here(tree: _Tree, argv: list[str], defaults: set[signal.Signals]) -> 
 
 def _unshare_pid() -> bool:
     """Make our next child the init of a new PID namespace; False if not allowed."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    return bool(libc.unshare(_CLONE_NEWPID) == 0)
+    return _libc("unshare", _CLONE_NEWPID) == 0
 
 
-def _spawn_in_namespace(tree: _Tree, argv: list[str], defaults: set[signal.Signals]) -> bool:
+def _spawn_in_namespace(tree: _Tree, argv: list[str], defaults: set[int]) -> bool:
     report_r, report_w = os.pipe()
     go_r, go_w = os.pipe()
     pid = os.fork()
@@ -134,8 +135,12 @@ def _spawn_in_namespace(tree: _Tree, argv: list[str], defaults: set[signal.Signa
         message = line.decode(errors="replace")[len("error ") :] or "the namespace init died"
         tree.say(f"error {message}")
         return False
-    # The agent cannot be reaped before the go-ahead: find its pid as the lab sees it.
-    children = [p for p, (ppid, *_rest) in _processes().items() if ppid == pid]
+    # The agent cannot be reaped before the go-ahead: find its pid as the lab
+    # sees it, among the pids above init's first (pids are handed out in
+    # rising order), in all of /proc if the numbers wrapped around.
+    children = [p for p, (ppid, *_rest) in _processes(pid).items() if ppid == pid]
+    if not children:
+        children = [p for p, (ppid, *_rest) in _processes().items() if ppid == pid]
     if not children:
         tree.say("error the agent started in its namespace but cannot be found in /proc")
         return False
@@ -145,15 +150,12 @@ def _spawn_in_namespace(tree: _Tree, argv: list[str], defaults: set[signal.Signa
     return True
 
 
-def _namespace_init(
-    tree: _Tree, argv: list[str], defaults: set[signal.Signals], report: int, go: int
-) -> None:
+def _namespace_init(tree: _Tree, argv: list[str], defaults: set[int], report: int, go: int) -> None:
     """The namespace's init: start the agent, reap every orphan of the tree,
     report the agent's status; it dies with the supervisor (PDEATHSIG)."""
     code = 0
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        _libc("prctl", _PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGCHLD, _DEATH_SIGNAL, *_STOP_SIGNALS):
             signal.signal(signum, signal.SIG_DFL)

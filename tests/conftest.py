@@ -41,6 +41,11 @@ from faultlab.scenario import Scenario, parse_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "scenarios"
+# The cache of traced runs across runs (faultlab/lab/process/tracecache.py)
+# is off in tests, and in every faultlab they start, unless a test names a
+# folder (tests/integration/test_trace_cache.py): a test of how a run is
+# traced must see it traced, not served from another test's entry.
+os.environ["FAULTLAB_TRACE_CACHE"] = "off"
 
 
 @pytest.hookimpl(optionalhook=True)  # a run without xdist has no such hook

@@ -115,7 +115,8 @@ def check_determinism(
     match `first` and `reference`, else a NONDETERMINISTIC violation."""
     before = {**_reference_files(reference), **_snapshot(_case_dir(first))}
     shutil.rmtree(workdir, ignore_errors=True)
-    again_options = dataclasses.replace(options, workdir=workdir)
+    # traced anew, never from the cache: the point is a second real run
+    again_options = dataclasses.replace(options, workdir=workdir, trace_cache=False)
     reference_again = run_reference(reference.scenario_path, reference.scenario, again_options)
     second = run_one(case, reference_again, again_options)
     after = {**_reference_files(reference_again), **_snapshot(_case_dir(second))}

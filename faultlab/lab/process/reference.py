@@ -21,16 +21,18 @@ from faultlab.lab.process.probereport import ProbeReport
 from faultlab.lab.process.records import LedgerRecord, ledger_record
 from faultlab.lab.process.spawn import Child, ChildExit, ChildHung
 from faultlab.lab.process.syscalls import (
-    parse_strace,
     strace_path,
     strace_unusable,
+    syscall_facts,
     traced_argv,
 )
 from faultlab.lab.process.target import Mode, Target, session_files
+from faultlab.lab.process.tracecache import CachedRun, TraceCache, trace_cache
 from faultlab.lab.process.tracefork import CANNOT_ATTACH, Tracer, attach
+from faultlab.lab.process.tracekey import trace_key
 from faultlab.lab.read.stores import LogStore, store_for
 from faultlab.lab.read.view import LogView
-from faultlab.probe import ENV_TRACED, RELEASED
+from faultlab.probe import ENV_TRACED
 from faultlab.scenario import Scenario
 from faultlab.userfiles import read_target
 
@@ -98,6 +100,11 @@ class LabOptions:
     # (power-loss, torn-write): under "auto", untraced when none is (issue
     # 34: a trace costs a traced child per scenario that nothing would read).
     trace: bool = True
+    # Whether a traced reference run may be served from, and is kept in, the
+    # cache of traced runs across runs (tracecache.py; FAULTLAB_TRACE_CACHE
+    # names its folder or turns it off).  False: always traced anew (the
+    # determinism check's second run).
+    trace_cache: bool = True
 
     def __post_init__(self) -> None:
         if self.spawn not in ("fork", "exec"):
@@ -157,6 +164,9 @@ class Reference:
     # (faultlab.userfiles: TARGET_FILE_REFUSED, TARGET_OUTPUT_TOO_LARGE);
     # then `returncode` is BAD_REPORT and every case of the scenario is an error.
     refused: tuple[str, str] | None = None
+    # Served from the cache of traced runs (tracecache.py): an earlier run of
+    # the same target code, scenario and options; nothing was run this time.
+    trace_cached: bool = False
 
     @property
     def boundaries(self) -> list[ProbeReport]:
@@ -298,6 +308,13 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
     shutil.rmtree(where, ignore_errors=True)
     session = where / "session"
     strace, note = _tracing(options)
+    store = store_of(options, scenario)
+    cache, key = _cache_of(options, scenario_path, store.backend, strace)
+    if cache is not None and key is not None:
+        cached = cache.load(key, where, store.backend)
+        served = _served(cached, scenario_path, scenario, options, session) if cached else None
+        if served is not None:
+            return served
     tracer: Tracer | None = None
     if strace is None:
         child = make_child(options, scenario_path, session, "run", "run")
@@ -320,10 +337,9 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
             syscalls, written, untraceable = (), (), ()
             note = f"{incomplete}: the target's own file facts are used"
     _log, ledger_path = session_files(session)
-    store = store_of(options, scenario)
     log_path = store.log_path(session)
     log_bytes = store.take(session)
-    return Reference(
+    reference = Reference(
         scenario=owed_expectations(scenario, options.target.policy),
         scenario_path=scenario_path,
         trace=tuple(child.trace),
@@ -341,6 +357,49 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
         trace_unsupported=untraceable,
         bad_reports=tuple(child.bad_reports),
     )
+    traced_clean = strace is not None and not note and not hung and not child.bad_reports
+    if cache is not None and key is not None and traced_clean and reference.returncode == 0:
+        cache.store(key, where, _cached_run(reference), store.backend)
+    return reference
+
+
+def _cache_of(
+    options: LabOptions, scenario_path: str, backend: str, strace: str | None
+) -> tuple[TraceCache | None, str | None]:
+    """The cache of traced runs and this run's key, where a traced run is
+    wanted and the cache is on."""
+    if strace is None or not options.trace_cache:
+        return None, None
+    cache = trace_cache()
+    if cache is None:
+        return None, None
+    key = trace_key(options.target, scenario_path, backend=backend, spawn=options.spawn,
+                    strace=strace)  # fmt: skip
+    return cache, key
+
+
+def _cached_run(reference: Reference) -> CachedRun:
+    return CachedRun(reference.trace, reference.log_bytes, reference.ledger, reference.stderr,
+                     reference.syscalls, reference.written,
+                     reference.trace_unsupported)  # fmt: skip
+
+
+def _served(
+    run: CachedRun, scenario_path: str, scenario: Scenario, options: LabOptions, session: Path
+) -> Reference | None:
+    """The Reference an entry of the cache stands for; None if its log
+    cannot be read (the entry is untrusted input: then traced anew)."""
+    store = store_of(options, scenario)
+    try:
+        log = store.parse(run.log_bytes, store.log_path(session))
+    except Exception:  # whatever a damaged entry makes the reader raise
+        return None
+    return Reference(
+        scenario=owed_expectations(scenario, options.target.policy), scenario_path=scenario_path,
+        trace=run.trace, log=log, ledger=run.ledger, returncode=0, log_bytes=run.log_bytes,
+        stderr=run.stderr, backend=store.backend, ground_truth="syscalls", syscalls=run.syscalls,
+        written=run.written, trace_unsupported=run.trace_unsupported, trace_cached=True,
+    )  # fmt: skip
 
 
 # Why strace could not attach to a forked child, once it could not: every
@@ -385,32 +444,6 @@ def owed_expectations(scenario: Scenario, policy: str | None) -> Scenario:
         e for e in scenario.expectations if effective in (e.policies or (scenario.policy,))
     )
     return scenario if kept == scenario.expectations else replace(scenario, expectations=kept)
-
-
-def syscall_facts(
-    output: Path, session: Path, child: Child, existing: Mapping[str, int] | None = None
-) -> tuple[tuple[dict[str, Any], ...], tuple[bytes, ...], tuple[str, ...], str]:
-    """The traced run's file facts and written bytes, or () and either the
-    calls the file model cannot judge or why the trace cannot be used.
-    ``existing``: the session's files and their sizes when the run started."""
-    try:
-        text = output.read_text("ascii", errors="replace")
-    except OSError as exc:
-        return (), (), (), f"the system-call trace could not be read: {exc}"
-    parsed = parse_strace(text, session, child.report_inode, existing=existing)
-    # A forked child's last line on the report pipe is its release (the fork
-    # server's word, not a probe report: spawn.Child keeps it out of the trace).
-    reports = [r for r in parsed.reports if not (len(r) == 1 and RELEASED in r)]
-    if reports != child.trace:
-        # The reports in the stream are how facts are placed; without them
-        # in full the placement would be a guess.
-        return (), (), (), (
-            f"the system-call trace shows {len(reports)} probe report(s), "
-            f"the lab read {len(child.trace)}: the target's own file facts are used"
-        )
-    if parsed.unsupported:
-        return (), (), parsed.unsupported, ""
-    return parsed.facts, parsed.data, (), ""
 
 
 def write_trace(path: Path, trace: Sequence[Mapping[str, Any]]) -> None:

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from faultlab.lab.process.filemodel import MAX_WRITE_DATA, FileModel
+from faultlab.lab.process.spawn import Child
 from faultlab.lab.process.stracetext import calls
+from faultlab.probe import RELEASED
 
 __all__ = [
     "SYSCALLS",
@@ -30,6 +32,7 @@ __all__ = [
     "parse_strace",
     "strace_path",
     "strace_unusable",
+    "syscall_facts",
     "traced_argv",
 ]
 
@@ -127,3 +130,34 @@ def parse_strace(
     return SyscallTrace(
         tuple(model.reports), tuple(model.facts), tuple(model.data), tuple(model.unsupported)
     )
+
+
+def syscall_facts(
+    output: Path, session: Path, child: Child, existing: Mapping[str, int] | None = None
+) -> tuple[tuple[dict[str, Any], ...], tuple[bytes, ...], tuple[str, ...], str]:
+    """The traced run's file facts and written bytes, or () and either the
+    calls the file model cannot judge or why the trace cannot be used.
+    ``existing``: the session's files and their sizes when the run started."""
+    try:
+        text = output.read_text("ascii", errors="replace")
+    except OSError as exc:
+        return (), (), (), f"the system-call trace could not be read: {exc}"
+    parsed = parse_strace(text, session, child.report_inode, existing=existing)
+    # A forked child's last line on the report pipe is its release (the fork
+    # server's word, not a probe report: spawn.Child keeps it out of the trace).
+    reports = [r for r in parsed.reports if not (len(r) == 1 and RELEASED in r)]
+    if reports != child.trace:
+        # The reports in the stream are how facts are placed; without them
+        # in full the placement would be a guess.
+        return (
+            (),
+            (),
+            (),
+            (
+                f"the system-call trace shows {len(reports)} probe report(s), "
+                f"the lab read {len(child.trace)}: the target's own file facts are used"
+            ),
+        )
+    if parsed.unsupported:
+        return (), (), parsed.unsupported, ""
+    return parsed.facts, parsed.data, (), ""

@@ -89,6 +89,7 @@ def bench(quick: bool, as_json: bool, out: Path) -> int:
 @opt.report_dir
 @opt.no_report
 @opt.spawn
+@opt.no_trace_cache
 @show.color
 @guarded
 def selftest(
@@ -191,6 +192,7 @@ class _FuzzProgress:
 @opt.json
 @opt.report_dir
 @opt.spawn
+@opt.no_trace_cache
 @opt.agent
 @click.option("--max-delay", type=opt.whole(0, 60_000), default=1000,
               show_default=True, metavar="MS",

@@ -107,6 +107,7 @@ class _PlanProgress:
     "save=node,run (default node).",
 )  # fmt: skip
 @opt.spawn
+@opt.no_trace_cache
 @opt.backend
 @opt.drive
 @click.option("-x", "--exitfirst", is_flag=True, help="Stop after the first failing case.")
@@ -249,6 +250,7 @@ def _say_records(path: Path) -> None:
 @opt.timeout
 @opt.json
 @opt.spawn
+@opt.no_trace_cache
 @opt.backend
 @opt.drive
 @click.option("--check-determinism", is_flag=True,

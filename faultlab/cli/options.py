@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ __all__ = [
     "epilog",
     "json",
     "no_report",
+    "no_trace_cache",
     "parse_shard",
     "policy",
     "report_dir",
@@ -145,6 +147,19 @@ spawn = click.option(
     help="fork: children of the reference runtime (or of an --app) come from a fork server "
     "(fast); exec: a fresh interpreter per child (the fidelity reference). --target always "
     "execs.",
+)  # fmt: skip
+
+
+def _no_trace_cache(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """--no-trace-cache: the environment's way, for this command and what it starts."""
+    if value:
+        os.environ["FAULTLAB_TRACE_CACHE"] = "off"
+
+
+no_trace_cache = click.option(
+    "--no-trace-cache", is_flag=True, expose_value=False, callback=_no_trace_cache,
+    help="Trace every reference run anew: never serve one from, nor keep one in, the cache "
+    "of traced runs (~/.cache/faultlab/traces; FAULTLAB_TRACE_CACHE=off|DIR).",
 )  # fmt: skip
 drive = click.option(
     "--drive", type=click.Choice(["classic", "acp"]), default="classic", show_default=True,

@@ -28,6 +28,7 @@ __all__ = ["boundaries", "replay"]
 @opt.timeout
 @opt.json
 @opt.spawn
+@opt.no_trace_cache
 @opt.backend
 @guarded
 def boundaries(
@@ -85,6 +86,7 @@ def boundaries(
 @opt.report_dir
 @opt.json
 @opt.spawn
+@opt.no_trace_cache
 @guarded
 def replay(case_id: str, report_dir: Path, as_json: bool, spawn: str) -> int:
     """Re-run exactly one recorded case.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -187,3 +188,17 @@ def test_the_key_holds_the_scenario_backend_policy_and_command(tmp_path: Path) -
     ]
     assert base not in others and len(set(others)) == len(others)
     assert key(lab.make_target(), tmp_path / "missing.toml") is None
+
+
+def test_the_command_line_keeps_a_trace_unless_told_not_to(tmp_path: Path, cache: Path) -> None:
+    command = [sys.executable, "-m", "faultlab", "run", str(PAYMENT), "--at", "flush/written#1",
+               "--fault", "power-loss", "--json"]  # fmt: skip
+    env = {**os.environ, ENV_TRACE_CACHE: str(cache), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([*command, "--no-trace-cache"], cwd=tmp_path, env=env,
+                          capture_output=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert not _entries(cache)
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, timeout=300,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert len(_entries(cache)) == 1

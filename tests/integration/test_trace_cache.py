@@ -191,8 +191,8 @@ def test_the_key_holds_the_scenario_backend_policy_and_command(tmp_path: Path) -
 
 
 def test_the_command_line_keeps_a_trace_unless_told_not_to(tmp_path: Path, cache: Path) -> None:
-    command = [sys.executable, "-m", "faultlab", "run", str(PAYMENT), "--at", "flush/written#1",
-               "--fault", "power-loss", "--json"]  # fmt: skip
+    command = [sys.executable, "-m", "faultlab", "explore", str(PAYMENT), "--faults",
+               "power-loss", "-k", "written#1", "--no-report"]  # fmt: skip
     env = {**os.environ, ENV_TRACE_CACHE: str(cache), "PYTHONPATH": str(ROOT)}
     done = subprocess.run([*command, "--no-trace-cache"], cwd=tmp_path, env=env,
                           capture_output=True, timeout=300, check=False)  # fmt: skip
@@ -202,3 +202,8 @@ def test_the_command_line_keeps_a_trace_unless_told_not_to(tmp_path: Path, cache
                           check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert len(_entries(cache)) == 1
+    assert b"trace cache" not in done.stderr
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, timeout=300,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert b"(1 from the trace cache of an earlier run)" in done.stderr

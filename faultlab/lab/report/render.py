@@ -214,6 +214,9 @@ def ground_truth_line(result: ExploreResult) -> str:
         return f"ground truth: no file facts needed ({NOT_TRACED})"
     traced = sum(1 for g in listed if g["groundTruth"] == "syscalls")
     text = f"ground truth: system calls (strace) for {traced} of {len(listed)} scenario(s)"
+    cached = sum(1 for ref in result.references if getattr(ref, "trace_cached", False))
+    if cached:  # served from the cache of traced runs (faultlab/lab/process/tracecache.py)
+        text += f" ({cached} from the trace cache of an earlier run)"
     notes = sorted(
         {g["note"] or "not traced" for g in listed if g["groundTruth"] not in ("syscalls",
                                                                               "servers")}

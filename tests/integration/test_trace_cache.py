@@ -116,6 +116,8 @@ def _hostile_entries(entry: Path) -> list[tuple[str, bytes]]:
     after = dict(good, syscalls=[dict(good["syscalls"][0], after=10**6)])
     written = dict(good, syscalls=[dict(good["syscalls"][0], w=len(good["written"]) + 5)])
     report = dict(good, trace=[{"boundary": "tool/effect", "n": 0}])
+    size = dict(good, syscalls=[dict(good["syscalls"][0], size="big")])
+    kind = dict(good, syscalls=[dict(good["syscalls"][0], fact="mmap")])
     other = dict(good, key="0" * 64)
     return [
         ("garbage", b"\x00\xffnot json"),
@@ -123,6 +125,8 @@ def _hostile_entries(entry: Path) -> list[tuple[str, bytes]]:
         ("fact after the end of the trace", orjson.dumps(after)),
         ("fact naming a write that does not exist", orjson.dumps(written)),
         ("report with a bad occurrence", orjson.dumps(report)),
+        ("fact with a size that is not a number", orjson.dumps(size)),
+        ("fact of a kind the parser never makes", orjson.dumps(kind)),
         ("another key's entry", orjson.dumps(other)),
     ]
 

@@ -37,6 +37,20 @@ ENV_TRACE_CACHE = "FAULTLAB_TRACE_CACHE"
 _OFF = ("off", "0", "no", "false")
 MAX_ENTRY = 32 << 20  # bytes: a larger run is not cached
 MAX_TOTAL = 512 << 20  # bytes the folder may hold before the oldest entries go
+# The fields of each kind of file fact the strace parser makes
+# (filemodel.py's `emit`), besides "fact", "after" and "via": strings are
+# paths, the rest whole numbers >= 0.
+_FACT_FIELDS: dict[str, frozenset[str]] = {
+    "create": frozenset({"file", "size"}),
+    "write": frozenset({"file", "offset", "bytes", "w"}),
+    "fsync": frozenset({"file", "size"}),
+    "dirsync": frozenset({"dir"}),
+    "truncate": frozenset({"file", "size"}),
+    "link": frozenset({"file", "source"}),
+    "rename": frozenset({"file", "source"}),
+    "unlink": frozenset({"file"}),
+}
+_PATH_FIELDS = frozenset({"file", "dir", "source"})
 # Stands for the old run's reference folder in a stored entry: a path cannot
 # hold a NUL, so no real path is ever mistaken for it.
 _WHERE = "\u0000faultlab-reference\u0000"
@@ -113,7 +127,8 @@ class TraceCache:
             data = orjson.dumps(entry)
         except TypeError:  # a value orjson cannot write: not cached
             return
-        for path in {str(where), os.path.realpath(where)}:
+        # the longer first: one may hold the other (a /tmp that is a link)
+        for path in sorted({str(where), os.path.realpath(where)}, key=len, reverse=True):
             data = data.replace(_escaped(path), _escaped(_WHERE))
         if len(data) > MAX_ENTRY:
             return
@@ -206,6 +221,24 @@ def _objects(value: object) -> list[dict[str, Any]]:
     return value
 
 
+def _fact_ok(fact: dict[str, Any], reports: int, written: int) -> bool:
+    """Whether `fact` is one the strace parser could have made: its kind's
+    fields and no other, paths as strings, sizes as whole numbers, placed
+    within the trace (`after`), its bytes (`w`) among the written buffers."""
+    fields = _FACT_FIELDS.get(fact.get("fact"))  # type: ignore[arg-type]
+    if fields is None or fact.keys() != fields | {"fact", "after", "via"}:
+        return False
+    if fact["via"] != "strace" or type(fact["after"]) is not int:
+        return False
+    for name in fields:
+        value = fact[name]
+        if name in _PATH_FIELDS and not isinstance(value, str):
+            return False
+        if name not in _PATH_FIELDS and (type(value) is not int or value < 0):
+            return False
+    return 0 <= fact["after"] <= reports and ("w" not in fact or fact["w"] < written)
+
+
 def _validated(entry: object, key: str, backend: str) -> CachedRun | None:
     """The run an entry holds if it is one a traced run could have left:
     its key and backend, its fields' types, every boundary report named and
@@ -220,14 +253,8 @@ def _validated(entry: object, key: str, backend: str) -> CachedRun | None:
         return None
     written = tuple(base64.b64decode(w, validate=True) for w in _strings(entry["written"]))
     syscalls = _objects(entry["syscalls"])
-    for fact in syscalls:
-        after, index = fact.get("after"), fact.get("w", 0)
-        if not isinstance(fact.get("fact"), str) or not isinstance(fact.get("file", ""), str):
-            return None
-        if type(after) is not int or not 0 <= after <= len(trace):
-            return None
-        if type(index) is not int or ("w" in fact and not 0 <= index < len(written)):
-            return None
+    if not all(_fact_ok(fact, len(trace), len(written)) for fact in syscalls):
+        return None
     unsupported = _strings(entry["unsupported"])
     if unsupported and syscalls:  # a run the file model cannot judge has no facts
         return None

@@ -28,11 +28,14 @@ _WHOLE = 64 << 20  # files up to this size are digested whole; larger: size, mti
 _SIBLINGS = 200  # sibling sources of a script digested at most (more: the rest by stat)
 _FAULTLAB = Path(__file__).resolve().parents[2]
 _own: list[str] = []  # faultlab's own digest, once per process
+_digests: dict[tuple[str, int, int, int, int], str] = {}  # by path and stat
 
 
 def _file_digest(path: str) -> str:
     """A regular file's content digest (its stat for a very large file);
-    "" if it is not a regular file."""
+    "" if it is not a regular file.  Remembered per process while the
+    file's stat is the same (the interpreter is digested once, not per
+    scenario)."""
     try:
         info = os.stat(path)
     except OSError:
@@ -41,6 +44,14 @@ def _file_digest(path: str) -> str:
         return ""
     if info.st_size > _WHOLE:  # a 300 MB agent binary: its identity, not its bytes
         return f"stat:{info.st_size}:{info.st_mtime_ns}:{info.st_ino}"
+    seen = (path, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+    if seen in _digests:
+        return _digests[seen]
+    _digests[seen] = digest = _content_digest(path)
+    return digest
+
+
+def _content_digest(path: str) -> str:
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as handle:

@@ -95,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     lags = {lag.key: lag for lag in bisected.lags}
     rows = compare(_grid_lags(list(grid.results)), lags)
     # Crash cases only: each side also runs the fault-free coverage case.
-    grid_cases, bisect_cases = (sum(r.case.occurrence != "coverage" for r in results)
-                                for results in (grid.results, bisected.explored.results))  # fmt: skip
+    crash = [sum(r.case.occurrence != "coverage" for r in results)
+             for results in (grid.results, bisected.explored.results)]  # fmt: skip
+    grid_cases, bisect_cases = crash
     print(f"{args.agent} on {Path(args.scenario).name}, faults {','.join(faults)}, "
           f"repeats {args.repeats}, {args.jobs} job(s)")  # fmt: skip
     for key, agree, why in rows:

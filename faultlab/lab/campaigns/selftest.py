@@ -91,7 +91,7 @@ def _not_available(name: str, expected: Sequence[str], examples: int) -> Selftes
 def _fuzz_row(
     name: str, expected: Sequence[str], scenarios: Sequence[Path], target: Sequence[str] | None,
     examples: int, timeout: float, workdir: Path, jobs: int,
-    policies: Sequence[str] = ("semantic",),
+    policies: Sequence[str] = ("semantic",), shrink: bool = True,
 ) -> SelftestRow:  # fmt: skip
     campaign = fuzz_campaign()
     if campaign is None:
@@ -100,7 +100,7 @@ def _fuzz_row(
     # Hypothesis generates its own scenarios: `scenarios` only labels the row.
     del scenarios
     results = campaign(target=target, examples=examples, timeout=timeout, workdir=workdir,
-                       jobs=jobs, policies=tuple(policies))  # fmt: skip
+                       jobs=jobs, policies=tuple(policies), shrink=shrink)  # fmt: skip
     seconds = time.monotonic() - started
     if name == REFERENCE:
         return judge_reference(results, stage="fuzz", seconds=seconds)
@@ -289,8 +289,11 @@ def run_selftest(
             # --quick: a variant's quick cases stand for its fuzz campaign too.
             if variant.fuzz_examples is not None and not quick:
                 where = workdir / "fuzz" / variant.name
+                # Caught is caught: its first failing example shows the codes;
+                # shrinking it (minutes) is --exhaustive's.
                 add(_fuzz_row(variant.name, variant.expect, variant.scenarios, _target(variant),
-                              variant.fuzz_examples, variant.timeout, where, jobs))  # fmt: skip
+                              variant.fuzz_examples, variant.timeout, where, jobs,
+                              shrink=exhaustive))  # fmt: skip
         add(_reference_row(chosen, quick=quick, jobs=jobs, workdir=workdir / "reference",
                            spawn=spawn, timeout=timeout, exhaustive=exhaustive))  # fmt: skip
         for runtime in (r for r in zoo.foreign if r.quick or not quick):  # other languages

@@ -211,3 +211,27 @@ def test_the_full_false_alarm_stage_runs_double_sigkill_bounded(
     assert [o["select"] for o in asked] == [None] * 4
     acp = selftest.api.parse_faults("all", drive="acp")
     assert selftest.reference_faults("acp") == acp and acp[-1] == "double-sigkill"
+
+
+def test_a_variant_fuzz_row_is_not_shrunk_unless_exhaustive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The campaign itself is replaced (a real one is minutes of processes):
+    # this checks that the row asks for no shrinking when told so, and that
+    # an unshrunk failing example with the expected code is a detection.
+    from faultlab.lab.campaigns import selftest
+
+    asked: list[dict[str, object]] = []
+    failing = CaseResult(Case("/s/f.toml", "tool/returned#3", "sigkill"), "fail",
+                         (Violation("TOOL_RESULT_LOST", "lost"),))  # fmt: skip
+
+    def campaign(**options: object) -> list[CaseResult]:
+        asked.append(options)
+        return [result("a#1"), failing]
+
+    monkeypatch.setattr(selftest, "fuzz_campaign", lambda: campaign)
+    for shrink in (False, True):
+        row = selftest._fuzz_row("v", ("TOOL_RESULT_LOST",), [], ["python3", "v.py"], 100, 5.0,
+                                 tmp_path, 1, shrink=shrink)  # fmt: skip
+        assert asked[-1]["shrink"] is shrink
+        assert (row.status, row.first_case) == ("detected", failing.case.id)

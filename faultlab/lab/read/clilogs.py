@@ -89,6 +89,21 @@ def _tool_result_parts(call: dict[str, Any]) -> list[dict[str, Any]]:
     return [result] if isinstance(result, dict) else []
 
 
+def _verbose(part: dict[str, Any]) -> str:
+    """A part as Gemini CLI's verbose part-to-string gives it, which decides
+    whether a user record is resumed: a functionResponse is not empty, so
+    the user record of a tool's response is resumed besides the response
+    its model turn's toolCalls hold (measured: both reach the model)."""
+    if isinstance(part.get("text"), str) and len(part) == 1:
+        return str(part["text"])
+    for key, label in (("functionCall", "Function Call"),
+                       ("functionResponse", "Function Response")):  # fmt: skip
+        inner = part.get(key)
+        if isinstance(inner, dict):
+            return f"[{label}: {inner.get('name')}]"
+    return str(part.get("text") or "") or "[part]"
+
+
 def _gemini_cli_contents(messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Gemini `contents` as Gemini CLI rebuilds them on resume: a model turn
     with its calls, then one user turn of the results its toolCalls hold."""
@@ -96,7 +111,7 @@ def _gemini_cli_contents(messages: Iterable[dict[str, Any]]) -> list[dict[str, A
     for message in messages:
         parts = _parts(message.get("content"))
         if message.get("type") == "user":
-            text = "".join(str(p.get("text") or "") for p in parts).strip()
+            text = "".join(_verbose(p) for p in parts).strip()
             if text and not text.startswith(_IGNORED_USER_PREFIXES):
                 contents.append({"role": "user", "parts": parts})
             continue

@@ -6,10 +6,12 @@
 # - Gemini CLI records a model turn's tool calls only once the tools ran:
 #   killed while charge_card's effect is applied and its reply held
 #   (`tool/applied#1@0`), it has no trace of the call and charges again;
-# - opencode and Qwen Code record the call before running it: killed at the
-#   same point they resume with the call unanswered on disk.  What each
-#   then tells the model is measured in docs/agents.md; here, the codes its
-#   exploration at delay 0 gave.
+# - opencode records the call before running it and resumes it as
+#   "[Tool execution was interrupted]" although the charge was applied;
+# - Qwen Code writes its chat file behind: at this point its file held only
+#   the user record in the exploration of docs/agents.md (one run), so the
+#   call is lost and charged again; a less loaded machine may let the write
+#   land first, so its codes are the ones a race may give.
 # One reference run and one case (two agent processes) per agent, so each
 # costs about three agent runs.  `.ci/run` installs the agents; elsewhere a
 # test whose agent is missing is skipped with the command that installs it.
@@ -35,7 +37,7 @@ pytestmark = pytest.mark.realprocess
 FINDINGS = [
     ("gemini-cli", {"TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"}, set()),
     ("opencode", {"REPAIR_MISCLASSIFIED"}, set()),
-    ("qwen-code", {"TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"}, set()),
+    ("qwen-code", set(), {"TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED", "REPAIR_MISCLASSIFIED"}),
 ]
 
 
@@ -54,7 +56,7 @@ def test_fault_free_run_passes_and_a_kill_gives_its_verdict(
     assert coverage.verdict == "pass", [v.message for v in coverage.violations]
     messages = [v.message for v in kill.violations]
     assert codes <= set(kill.codes) <= codes | racy, messages
-    assert kill.verdict == "fail", messages
+    assert kill.verdict == ("fail" if kill.codes else "pass"), messages
     # The agent's own session at the kill is kept for the report.
     assert any(name.startswith("at-kill:") for name in kill.artifacts), kill.artifacts
     assert leftovers(str(tmp_path)) == []

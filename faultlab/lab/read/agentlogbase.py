@@ -1,19 +1,24 @@
 # The pieces every reader of an agent's own session log shares: the
 # `AgentLog` it returns, a JSONL file's records (a torn last line skipped and
-# counted, never an error), and a history read by the model server's own
-# parser for the log's wire, item by item, so a bad item is skipped, not fatal.
+# counted, never an error), a history read by the model server's own parser
+# for the log's wire, item by item, so a bad item is skipped, not fatal, and
+# a session database opened read-only (a live agent keeps its write lock).
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.histories import History
 from faultlab.lab.read.wire import WireError
 
-__all__ = ["AgentLog", "jsonl_records", "parsed_history"]
+__all__ = ["AgentLog", "jsonl_records", "parsed_history", "sqlite_read_only"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +66,20 @@ def parsed_history(
             continue
         good.append(item)
     return parse({key: good}), skipped
+
+
+@contextlib.contextmanager
+def sqlite_read_only(where: Path, what: str) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to the database `where`; whatever SQLite
+    says about a file that is not `what` (a damaged one, another format)
+    becomes one LabUsageError line naming the file."""
+    try:
+        conn = sqlite3.connect(f"file:{where}?mode=ro", uri=True)
+        try:
+            yield conn
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise LabUsageError(f"{where}: not {what}: {exc}") from None
+    except UnicodeDecodeError:  # SQLite's message about a damaged file is not UTF-8
+        raise LabUsageError(f"{where}: not {what} (damaged)") from None

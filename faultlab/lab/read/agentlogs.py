@@ -8,7 +8,6 @@
 # skipped, and counted, never an error.
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,12 @@ from typing import Any
 import orjson
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.read.agentlogbase import AgentLog, jsonl_records, parsed_history
+from faultlab.lab.read.agentlogbase import (
+    AgentLog,
+    jsonl_records,
+    parsed_history,
+    sqlite_read_only,
+)
 from faultlab.lab.read.clilogs import read_gemini_cli, read_opencode_sqlite, read_qwen_code
 from faultlab.lab.read.userreaders import is_user_reader, user_history
 from faultlab.lab.read.wire import history_from_anthropic, history_from_responses
@@ -64,19 +68,11 @@ def read_openai_agents_sqlite(path: str | Path, session_id: str | None = None) -
     where = Path(path)
     if not where.is_file():
         raise LabUsageError(f"{where}: no such SQLite session file")
-    try:
-        conn = sqlite3.connect(f"file:{where}?mode=ro", uri=True)
-        try:
-            query = "SELECT message_data FROM agent_messages"
-            rows = (conn.execute(query + " WHERE session_id = ? ORDER BY id", (session_id,))
-                    if session_id is not None
-                    else conn.execute(query + " ORDER BY id")).fetchall()  # fmt: skip
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise LabUsageError(f"{where}: not an Agents SDK session database: {exc}") from None
-    except UnicodeDecodeError:  # SQLite's message about a damaged file is not UTF-8
-        raise LabUsageError(f"{where}: not an Agents SDK session database (damaged)") from None
+    with sqlite_read_only(where, "an Agents SDK session database") as conn:
+        query = "SELECT message_data FROM agent_messages"
+        rows = (conn.execute(query + " WHERE session_id = ? ORDER BY id", (session_id,))
+                if session_id is not None
+                else conn.execute(query + " ORDER BY id")).fetchall()  # fmt: skip
     items: list[dict[str, Any]] = []
     skipped = 0
     for (raw,) in rows:

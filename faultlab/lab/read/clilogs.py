@@ -17,7 +17,6 @@
 # `faultlab_`), so the history names the scenario's tools.
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,12 @@ from typing import Any
 import orjson
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.read.agentlogbase import AgentLog, jsonl_records, parsed_history
+from faultlab.lab.read.agentlogbase import (
+    AgentLog,
+    jsonl_records,
+    parsed_history,
+    sqlite_read_only,
+)
 from faultlab.lab.read.histories import Call, History, Message
 from faultlab.lab.read.naming import DEFAULT_MCP_SERVER
 from faultlab.lab.read.wire import history_from_gemini
@@ -152,26 +156,18 @@ def read_qwen_code(data: bytes, path: str = "<qwen-code>") -> AgentLog:
 
 def _rows(where: Path, session_id: str | None) -> tuple[list[tuple[str, str]],
                                                          dict[str, list[str]]]:  # fmt: skip
-    try:
-        conn = sqlite3.connect(f"file:{where}?mode=ro", uri=True)
-        try:
-            if session_id is None:  # the newest top-level session (sub-agents have a parent)
-                found = conn.execute("SELECT id FROM session WHERE parent_id IS NULL "
-                                     "ORDER BY time_updated DESC, id DESC LIMIT 1").fetchone()
-                session_id = found[0] if found else ""
-            messages = conn.execute("SELECT id, data FROM message WHERE session_id = ? "
-                                    "ORDER BY time_created, id", (session_id,)).fetchall()
-            parts: dict[str, list[str]] = {}
-            for message_id, data in conn.execute(
-                    "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY id",
-                    (session_id,)):  # fmt: skip
-                parts.setdefault(str(message_id), []).append(data)
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise LabUsageError(f"{where}: not an opencode database: {exc}") from None
-    except UnicodeDecodeError:  # SQLite's message about a damaged file is not UTF-8
-        raise LabUsageError(f"{where}: not an opencode database (damaged)") from None
+    with sqlite_read_only(where, "an opencode database") as conn:
+        if session_id is None:  # the newest top-level session (sub-agents have a parent)
+            found = conn.execute("SELECT id FROM session WHERE parent_id IS NULL "
+                                 "ORDER BY time_updated DESC, id DESC LIMIT 1").fetchone()
+            session_id = found[0] if found else ""
+        messages = conn.execute("SELECT id, data FROM message WHERE session_id = ? "
+                                "ORDER BY time_created, id", (session_id,)).fetchall()
+        parts: dict[str, list[str]] = {}
+        for message_id, data in conn.execute(
+                "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY id",
+                (session_id,)):  # fmt: skip
+            parts.setdefault(str(message_id), []).append(data)
     return [(str(i), d) for i, d in messages], parts
 
 

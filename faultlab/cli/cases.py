@@ -316,7 +316,6 @@ def _run_repeated(scenario: Path, occurrence: str, fault: str, name: str, given:
     """`run --agent --repeats N`: the case N times, one line each, then its
     outcomes counted, each with its 95% interval (blackbox/stability.py)."""
     from faultlab import lab
-    from faultlab.lab.blackbox.stability import outcomes
 
     repeats = int(given["repeats"])
     results = []
@@ -328,7 +327,7 @@ def _run_repeated(scenario: Path, occurrence: str, fault: str, name: str, given:
             codes = ", ".join(result.codes) or "no violation"
             say(f"run {index}/{repeats}: {result.verdict.upper()} ({codes}) in "
                 f"{result.seconds:.2f}s")  # fmt: skip
-    counted = outcomes([r.codes for r in results])
+    counted = lab.repeated_outcomes([r.codes for r in results])
     say(f"case {results[0].case.id}, {repeats} runs:")
     for outcome in counted:
         say(f"  {outcome.describe()}")

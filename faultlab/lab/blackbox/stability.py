@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Outcome", "outcomes", "wilson_interval"]
+__all__ = ["Outcome", "repeated_outcomes", "wilson_interval"]
 
 _Z95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
 
@@ -46,7 +46,7 @@ def wilson_interval(count: int, runs: int) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def outcomes(codes_per_run: Sequence[Sequence[str]]) -> list[Outcome]:
+def repeated_outcomes(codes_per_run: Sequence[Sequence[str]]) -> list[Outcome]:
     """The outcomes of the runs, the most frequent first (passes first on a tie)."""
     runs = len(codes_per_run)
     counted = Counter(tuple(sorted(set(codes))) for codes in codes_per_run)

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from faultlab.cli import main
-from faultlab.lab.blackbox.stability import outcomes, wilson_interval
+from faultlab.lab.blackbox.stability import repeated_outcomes, wilson_interval
 
 
 def test_wilson_interval_matches_hand_computed_values() -> None:
@@ -24,7 +24,7 @@ def test_wilson_interval_matches_hand_computed_values() -> None:
 def test_outcomes_count_each_set_of_codes_most_frequent_first() -> None:
     runs = [["TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"], [],
             ["SIDE_EFFECT_DUPLICATED", "TOOL_INTENT_LOST"], ["TOOL_INTENT_LOST"], []]
-    counted = outcomes(runs)
+    counted = repeated_outcomes(runs)
     assert [(o.label, o.count) for o in counted] == [
         ("pass", 2), ("SIDE_EFFECT_DUPLICATED + TOOL_INTENT_LOST", 2), ("TOOL_INTENT_LOST", 1)]
     assert all(o.runs == 5 for o in counted)

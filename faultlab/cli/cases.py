@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -256,6 +256,9 @@ def _say_records(path: Path) -> None:
 @click.option("--check-determinism", is_flag=True,
               help="Run the case twice; NONDETERMINISTIC if the runs differ.")  # fmt: skip
 @opt.agent
+@click.option("--repeats", type=opt.whole(1, 1000), default=1, show_default=True,
+              help="With --agent: run the case this many times and count its outcomes, "
+              "each with its 95% interval (agents persist asynchronously).")  # fmt: skip
 @click.option("--app", metavar="FRAMEWORK:MODULE:FACTORY",
               help="Run one case of a framework app (see explore --app); --fault is then "
               "FAULT[/STYLE/MODE], e.g. sigkill/resume/sync.")  # fmt: skip
@@ -264,19 +267,25 @@ def _say_records(path: Path) -> None:
 def run(
     ctx: click.Context, scenario: Path, occurrence: str, fault: str, policy: str | None,
     target: str | None, timeout: float, as_json: bool, spawn: str, backend: str | None,
-    drive: str, check_determinism: bool, agent: str | None, app: str | None,
+    drive: str, check_determinism: bool, agent: str | None, repeats: int, app: str | None,
 ) -> int:  # fmt: skip
     """Run one case and show its timeline.
 
     With --agent, --at is a black-box kill point: BOUNDARY[#N][@DELAY], e.g.
-    tool/applied#1@200ms (docs/agents.md).
+    tool/applied#1@200ms (docs/agents.md); --fault sigkill kills the agent's
+    whole process tree (every tool server it started, in whatever process
+    group), sigkill-agent only the agent's own process group (a tool server
+    it put in a group of its own lives on and may finish its call).
     """
     from faultlab import lab
 
     name = driving.drive_name(drive=drive, agent=agent, app=app)
     given = driving.given_options(ctx, name, policy=policy, target=target, backend=backend,
                                   spawn=spawn, agent=agent, app=app,
-                                  check_determinism=check_determinism)  # fmt: skip
+                                  check_determinism=check_determinism,
+                                  repeats=repeats)  # fmt: skip
+    if repeats > 1:
+        return _run_repeated(scenario, occurrence, fault, name, given, timeout, as_json)
     with lab.workdir() as work:
         made = lab.make_drive(name, workdir=work, timeout=timeout, **given)
         result = lab.run_case(made, str(scenario), occurrence, fault=fault)
@@ -302,3 +311,31 @@ def run(
     if as_json:
         emit_json({"drive": name, **result.to_json()})
     return EXIT_OK if result.passed else EXIT_VIOLATIONS
+
+
+def _run_repeated(scenario: Path, occurrence: str, fault: str, name: str, given: dict[str, Any],
+                  timeout: float, as_json: bool) -> int:  # fmt: skip
+    """`run --agent --repeats N`: the case N times, one line each, then its
+    outcomes counted, each with its 95% interval (blackbox/stability.py)."""
+    from faultlab import lab
+
+    repeats = int(given["repeats"])
+    results = []
+    with lab.workdir() as work:
+        made = lab.make_drive(name, workdir=work, timeout=timeout, **given)
+        for index in range(1, repeats + 1):
+            result = lab.run_case(made, str(scenario), occurrence, fault=fault)
+            results.append(result)
+            codes = ", ".join(result.codes) or "no violation"
+            say(f"run {index}/{repeats}: {result.verdict.upper()} ({codes}) in "
+                f"{result.seconds:.2f}s")  # fmt: skip
+    counted = lab.repeated_outcomes([r.codes for r in results])
+    say(f"case {results[0].case.id}, {repeats} runs:")
+    for outcome in counted:
+        say(f"  {outcome.describe()}")
+    if as_json:
+        emit_json({"drive": name, "repeats": repeats,
+                   "outcomes": [{"codes": list(o.codes), "count": o.count, "low": o.low,
+                                 "high": o.high} for o in counted],
+                   "runs": [r.to_json() for r in results]})  # fmt: skip
+    return EXIT_OK if all(r.passed for r in results) else EXIT_VIOLATIONS

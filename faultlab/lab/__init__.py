@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from faultlab.lab.agents import install as install_agent
     from faultlab.lab.agents.scaffold import adapter_template
     from faultlab.lab.blackbox.check import check_agent
+    from faultlab.lab.blackbox.stability import repeated_outcomes
     from faultlab.lab.campaigns.api import (
         DRIVES,
         SUPPORTED_FAULTS,
@@ -218,6 +219,7 @@ __all__ = [
     "reference_run",
     "render_failures",
     "render_selftest_problems",
+    "repeated_outcomes",
     "replay_command",
     "replay_drive",
     "run_agent_case",
@@ -240,6 +242,7 @@ _ON_USE = {
     "find_adapter": "faultlab.lab.agents",
     "adapter_template": "faultlab.lab.agents.scaffold",
     "check_agent": "faultlab.lab.blackbox.check",
+    "repeated_outcomes": "faultlab.lab.blackbox.stability",
     "bundled_adapters": "faultlab.lab.agents",
     "list_agents": "faultlab.lab.agents",
     "Style": "faultlab.lab.report.console",

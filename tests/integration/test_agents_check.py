@@ -31,6 +31,9 @@ MISTAKES = {
     "mcp": [('"--mcp-config", "{mcp_config}"', '"--mcp-config", "{home}/wrong-mcp.json"'),
             ("[session]", WRONG_MCP)],
     "glob": [('glob = "{home}/session/*.jsonl"', 'glob = "{home}/sessions/*.jsonl"')],
+    # A glob that names the session's folder, not its file (opencode's first
+    # adapter named `.local/share/opencode/*`, its `log` folder included).
+    "folder": [('glob = "{home}/session/*.jsonl"', 'glob = "{home}/session*"')],
 }  # fmt: skip
 
 
@@ -82,6 +85,15 @@ def test_a_wrong_session_glob_is_named(tmp_path: Path) -> None:
     assert status == 1
     assert "session: the glob {home}/sessions/*.jsonl matched no file it wrote" in said
     assert "session/session.jsonl" in said and "(a session-file candidate)" in said
+
+
+def test_a_session_glob_naming_a_folder_is_named(tmp_path: Path) -> None:
+    status, lines, _ = check(tmp_path, "folder")
+    said = "\n".join(lines)
+    assert status == 1
+    assert "finished: yes" in said  # the agent did its part
+    assert "session: faultlab refuses to copy what [session] glob names" in said
+    assert "fix [session] glob" in lines[-1]
 
 
 @pytest.mark.parametrize("wire", ["anthropic", "openai-chat", "openai-responses", "gemini"])

@@ -55,7 +55,8 @@ API_KINDS: tuple[Api, ...] = ("anthropic", "chat", "responses", "gemini")
 INSTALL_KINDS: tuple[InstallKind, ...] = ("npm", "pip", "builtin")
 # The session-log readers faultlab.lab.read.agentlogs has (`faultlab-log`:
 # faultlab's own log format, read by faultlab.lab.read.jsonl).
-READERS = ("claude-code", "codex", "openai-agents-sqlite", "deepseek-harness", "faultlab-log")
+READERS = ("claude-code", "codex", "openai-agents-sqlite", "deepseek-harness", "gemini-cli",
+           "qwen-code", "opencode-sqlite", "faultlab-log")
 BUNDLED_DIR = Path(__file__).resolve().parent / "bundled"
 APPS_DIR = Path(__file__).resolve().parent / "apps"
 # The MCP server's name in every config (Claude Code's tools: mcp__faultlab__X).

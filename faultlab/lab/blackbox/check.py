@@ -152,7 +152,10 @@ def check_agent(agent: str, scenario_path: str, scenario: Scenario, *, workdir: 
     lines += call_lines
     answers = [r for r in records if r.get("fact") == "model/response"]
     last = answers[-1] if answers else None
-    finished = (reference.returncode == 0 and last is not None and not last.get("calls")
+    # A session copy the lab refused (a folder, a link, a FIFO the glob
+    # names) fails the reference, not the agent's run: said on its own line.
+    ran = reference.returncode == 0 or (reference.refused is not None and not reference.hung)
+    finished = (ran and last is not None and not last.get("calls")
                 and str(last.get("text") or "") in (FINAL_TEXT, scenario.turns[-1].steps[-1].text))
     if finished:
         lines.append("finished: yes, every turn of the scenario ran to its last step.")
@@ -164,6 +167,10 @@ def check_agent(agent: str, scenario_path: str, scenario: Scenario, *, workdir: 
     configs = {Path(f.path.replace("{home}", str(home))) for f in adapter.files}
     session, found_session = _session_lines(home, adapter.session.glob, configs)
     lines += session
+    if reference.refused is not None:
+        found_session = False
+        lines.append(f"session: faultlab refuses to copy what [session] glob names "
+                     f"({reference.refused[1]}): name the session file(s) only")  # fmt: skip
     refused = sorted({m.group(0) for line in output.splitlines() if _REFUSED.search(line)
                       for m in _ADDRESS.finditer(line)})  # fmt: skip
     if refused:

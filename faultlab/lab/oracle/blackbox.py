@@ -6,6 +6,7 @@
 # only.  docs/guarantees.md, "Black-box agents", says which code means what.
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ __all__ = ["BlackboxObservation", "check_blackbox", "effect_counts"]
 
 # Arguments that name an effect's idempotency key, not the effect itself.
 _KEY_ARGUMENTS = ("idempotency_key", "idempotencyKey")
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +108,12 @@ def check_blackbox(obs: BlackboxObservation) -> list[Violation]:
 
 
 def _texts(texts: Iterable[str]) -> list[str]:
-    return [t.strip() for t in texts if t.strip()]
+    """The texts' own pieces: what lies between the `<system-reminder>`
+    blocks agents wrap around a prompt (Claude Code, Qwen Code).  An agent
+    rebuilds those on resume, in another order or with other content (Qwen
+    Code 0.24.4 puts the date reminder after the first prompt), so the
+    prompt is looked for, not the agent's wrapping of it."""
+    return [piece.strip() for text in texts for piece in _REMINDER.split(text) if piece.strip()]
 
 
 def _no_resumed_request(obs: BlackboxObservation) -> list[Violation]:

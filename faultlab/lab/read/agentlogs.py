@@ -3,22 +3,27 @@
 # report can show it next to what the resumed agent sent: Claude Code's
 # project JSONL, Codex's rollout JSONL, the OpenAI Agents SDK's SQLiteSession
 # and deepseek-harness's zstd-compressed JSONL (only where a zstd decoder is
-# importable: optional).  A killed agent leaves a torn last line: it is
+# importable: optional); Gemini CLI's, Qwen Code's and opencode's are in
+# read/clilogs.py.  A killed agent leaves a torn last line: it is
 # skipped, and counted, never an error.
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from faultlab.lab.errors import LabUsageError
-from faultlab.lab.read.histories import History
+from faultlab.lab.read.agentlogbase import (
+    AgentLog,
+    jsonl_records,
+    parsed_history,
+    sqlite_read_only,
+)
+from faultlab.lab.read.clilogs import read_gemini_cli, read_opencode_sqlite, read_qwen_code
 from faultlab.lab.read.userreaders import is_user_reader, user_history
-from faultlab.lab.read.wire import WireError, history_from_anthropic, history_from_responses
+from faultlab.lab.read.wire import history_from_anthropic, history_from_responses
 from faultlab.userfiles import MAX_LOG_BYTES, UserFileError, read_bytes
 
 __all__ = [
@@ -32,62 +37,16 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class AgentLog:
-    """An agent's session log as read: the history it would resume from,
-    and how many lines (or rows) could not be parsed (a torn tail)."""
-
-    path: str
-    history: History
-    skipped: int = 0
-
-
-def _lines(data: bytes) -> tuple[list[dict[str, Any]], int]:
-    records: list[dict[str, Any]] = []
-    skipped = 0
-    for raw in data.split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            skipped += 1  # a torn (partial) line from a kill mid-write
-            continue
-        if isinstance(value, dict):
-            records.append(value)
-        else:
-            skipped += 1
-    return records, skipped
-
-
-def _parsed(
-    parse: Callable[[Any], History], key: str, items: Iterable[dict[str, Any]]
-) -> tuple[History, int]:
-    """The history of `items` read by the model server's own parser for
-    their wire (read/wire.py), so a log and a request are read alike; an item
-    of the wrong shape is skipped and counted (a log is read, never refused)."""
-    good: list[dict[str, Any]] = []
-    skipped = 0
-    for item in items:
-        try:
-            parse({key: [item]})
-        except WireError:
-            skipped += 1
-            continue
-        good.append(item)
-    return parse({key: good}), skipped
-
-
 def read_claude_code(data: bytes, path: str = "<claude-code>") -> AgentLog:
     """`~/.claude/projects/<cwd-slug>/<session>.jsonl`: one record per line;
     `user`/`assistant` records hold an Anthropic message, the rest
     (attachments, queue operations, api-request copies, cost) is skipped.
     Side chains (sub-agents) are left out."""
-    records, skipped = _lines(data)
+    records, skipped = jsonl_records(data)
     messages = [r["message"] for r in records
                 if r.get("type") in ("user", "assistant") and not r.get("isSidechain")
                 and isinstance(r.get("message"), dict)]  # fmt: skip
-    history, bad = _parsed(history_from_anthropic, "messages", messages)
+    history, bad = parsed_history(history_from_anthropic, "messages", messages)
     return AgentLog(path, history, skipped + bad)
 
 
@@ -95,10 +54,10 @@ def read_codex(data: bytes, path: str = "<codex>") -> AgentLog:
     """`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`: records
     `{timestamp, type, payload}`; the `response_item` payloads are the
     conversation (developer messages left out, as a system prompt is)."""
-    records, skipped = _lines(data)
+    records, skipped = jsonl_records(data)
     items = [r["payload"] for r in records
              if r.get("type") == "response_item" and isinstance(r.get("payload"), dict)]
-    history, bad = _parsed(history_from_responses, "input", items)
+    history, bad = parsed_history(history_from_responses, "input", items)
     return AgentLog(path, history, skipped + bad)
 
 
@@ -109,19 +68,11 @@ def read_openai_agents_sqlite(path: str | Path, session_id: str | None = None) -
     where = Path(path)
     if not where.is_file():
         raise LabUsageError(f"{where}: no such SQLite session file")
-    try:
-        conn = sqlite3.connect(f"file:{where}?mode=ro", uri=True)
-        try:
-            query = "SELECT message_data FROM agent_messages"
-            rows = (conn.execute(query + " WHERE session_id = ? ORDER BY id", (session_id,))
-                    if session_id is not None
-                    else conn.execute(query + " ORDER BY id")).fetchall()  # fmt: skip
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise LabUsageError(f"{where}: not an Agents SDK session database: {exc}") from None
-    except UnicodeDecodeError:  # SQLite's message about a damaged file is not UTF-8
-        raise LabUsageError(f"{where}: not an Agents SDK session database (damaged)") from None
+    with sqlite_read_only(where, "an Agents SDK session database") as conn:
+        query = "SELECT message_data FROM agent_messages"
+        rows = (conn.execute(query + " WHERE session_id = ? ORDER BY id", (session_id,))
+                if session_id is not None
+                else conn.execute(query + " ORDER BY id")).fetchall()  # fmt: skip
     items: list[dict[str, Any]] = []
     skipped = 0
     for (raw,) in rows:
@@ -132,7 +83,7 @@ def read_openai_agents_sqlite(path: str | Path, session_id: str | None = None) -
             continue
         if isinstance(value, dict):
             items.append(value)
-    history, bad = _parsed(history_from_responses, "input", items)
+    history, bad = parsed_history(history_from_responses, "input", items)
     return AgentLog(str(where), history, skipped + bad)
 
 
@@ -157,11 +108,11 @@ def read_deepseek_harness(data: bytes, path: str = "<deepseek-harness>") -> Agen
     from FACTS.md, not from a measured log: the record shape is unconfirmed."""
     if data[:4] == b"\x28\xb5\x2f\xfd":  # the zstd frame magic
         data = _zstd_decompress(data)
-    records, skipped = _lines(data)
+    records, skipped = jsonl_records(data)
     messages = [m for m in (r.get("message") if isinstance(r.get("message"), dict) else r
                             for r in records)
                 if isinstance(m, dict) and "role" in m and "content" in m]  # fmt: skip
-    history, bad = _parsed(history_from_anthropic, "messages", messages)
+    history, bad = parsed_history(history_from_anthropic, "messages", messages)
     return AgentLog(path, history, skipped + bad)
 
 
@@ -175,6 +126,9 @@ AGENT_READERS: dict[str, Callable[[Path], AgentLog]] = {
     "codex": _file_reader(read_codex),
     "openai-agents-sqlite": read_openai_agents_sqlite,
     "deepseek-harness": _file_reader(read_deepseek_harness),
+    "gemini-cli": _file_reader(read_gemini_cli),
+    "qwen-code": _file_reader(read_qwen_code),
+    "opencode-sqlite": read_opencode_sqlite,
 }
 
 

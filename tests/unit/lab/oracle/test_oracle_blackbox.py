@@ -128,3 +128,19 @@ def test_the_real_result_may_be_shown_even_wrapped_but_not_an_invented_one() -> 
     invented = request(user(PROMPT), calling(CHARGE), result("toolu_1", "charged 99 EUR"))
     obs = BlackboxObservation(SCENARIO, (*CRASH, replied), (invented,), LEDGER, LEDGER, 0)
     assert codes(obs) == ["REPAIR_MISCLASSIFIED"]
+
+
+def test_reminders_an_agent_rebuilds_on_resume_are_not_its_prompt() -> None:
+    # Qwen Code 0.24.4 (measured): the prompt wrapped in <system-reminder>
+    # blocks, rebuilt on resume in another order; the prompt itself is kept.
+    env = "<system-reminder>\nskills: a, b\n</system-reminder>\n"
+    date = "<system-reminder>\nThe current date is: Thursday.\n</system-reminder>\n"
+    crash = (request(user(env + date + PROMPT)), *CRASH[1:])
+    kept = request(user(env + PROMPT + "\n" + date + "Continue."), calling(CHARGE),
+                   result("toolu_1", UNKNOWN, True))  # fmt: skip
+    obs = BlackboxObservation(SCENARIO, crash, (kept,), LEDGER, LEDGER, 0)
+    assert codes(obs) == []
+    # The same reminders around another prompt: the session was not found.
+    lost = request(user(env + date + "Continue."))
+    assert codes(BlackboxObservation(SCENARIO, crash, (lost,), LEDGER, LEDGER, 0)) == [
+        "SESSION_NOT_FOUND"]

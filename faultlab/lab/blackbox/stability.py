@@ -1,0 +1,55 @@
+# How stable one black-box case is over repeats (`faultlab run --agent
+# --repeats N`): agents persist asynchronously, so one kill point can pass in
+# one run and lose work in the next.  The outcomes are counted by the set of
+# codes each run gave, each share with its Wilson score interval (95 %), so a
+# row of the stability table says how sure it is, not only what it saw.
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Outcome", "repeated_outcomes", "wilson_interval"]
+
+_Z95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One outcome of a repeated case: its codes (none: it passed), in how
+    many of the runs, and the 95 % interval of its share."""
+
+    codes: tuple[str, ...]
+    count: int
+    runs: int
+    low: float
+    high: float
+
+    @property
+    def label(self) -> str:
+        return " + ".join(self.codes) if self.codes else "pass"
+
+    def describe(self) -> str:
+        return (f"{self.label} {self.count}/{self.runs} "
+                f"(95% interval {self.low:.0%}-{self.high:.0%})")  # fmt: skip
+
+
+def wilson_interval(count: int, runs: int) -> tuple[float, float]:
+    """The Wilson score interval of `count` successes in `runs` trials."""
+    if runs < 1 or not 0 <= count <= runs:
+        raise ValueError(f"{count} of {runs} runs is not a share")
+    share = count / runs
+    spread = _Z95 * _Z95 / runs
+    centre = (share + spread / 2) / (1 + spread)
+    half = _Z95 * math.sqrt(share * (1 - share) / runs + spread / (4 * runs)) / (1 + spread)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def repeated_outcomes(codes_per_run: Sequence[Sequence[str]]) -> list[Outcome]:
+    """The outcomes of the runs, the most frequent first (passes first on a tie)."""
+    runs = len(codes_per_run)
+    counted = Counter(tuple(sorted(set(codes))) for codes in codes_per_run)
+    ordered = sorted(counted.items(), key=lambda item: (-item[1], bool(item[0]), item[0]))
+    return [Outcome(codes, count, runs, *wilson_interval(count, runs))
+            for codes, count in ordered]  # fmt: skip

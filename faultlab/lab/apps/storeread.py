@@ -37,7 +37,7 @@ class _Rig(Protocol):
 __all__ = ["READ_BY_APP", "STORE_SUFFIXES", "StoreUnreadable", "read_by_app"]
 
 # The frameworks whose store the lab reads through the app's loader.
-READ_BY_APP = ("pydantic-ai", "openai-agents")
+READ_BY_APP = ("pydantic-ai", "openai-agents", "google-adk")
 # A store is the file at its path and, for SQLite, its journal files.
 STORE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 # A reading is the lab's JSON of a History: a store this large is refused.

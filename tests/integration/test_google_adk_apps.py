@@ -1,0 +1,65 @@
+# Google ADK apps (`--app google-adk:...`, issue 32 item 5) through real
+# children, judged against the world ledger: the user's Agent under ADK's
+# Runner, persisted by ADK's DatabaseSessionService on SQLite.  Without the
+# recipe, a kill in the charge's body leaves the stored call unanswered:
+# ADK's next run leaves it out of what it sends the model (the model is
+# never told the charge may have gone through) and keeps it stored, a
+# session that breaks the model APIs' pairing rules.  With the recipe the
+# same case passes with one charge in the world; a broken repair (answering
+# TOOL_NOT_STARTED for a call whose body ran) is caught; an in-memory
+# SessionService is refused before any case.  One fork server serves every
+# ADK app here (faultlab/lab/apps/drive.py `_SERVER_PER_FRAMEWORK`).
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faultlab.lab import LabUsageError, run_app_single
+
+pytest.importorskip("google.adk")
+pytest.importorskip("sqlalchemy")
+pytestmark = pytest.mark.realprocess
+
+REPO = Path(__file__).resolve().parents[2]
+PAYMENT = str(REPO / "scenarios" / "payment.toml")
+EXAMPLE = "google-adk:examples.google_adk_refund"
+FIXTURES = "google-adk:tests.fixtures.adkapps"
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)  # the child imports the apps from the working directory
+
+
+# (app, occurrence, case fault, verdict, codes: all of them)
+CASES = [
+    pytest.param(f"{EXAMPLE}:build_agent", "tool/effect#1", "sigkill/resend/run", "fail",
+                 {"PROVIDER_INVALID_HISTORY"}, id="database-session-drops-the-charge"),
+    pytest.param(f"{EXAMPLE}.repaired:build_agent", "tool/effect#1", "sigkill/hook/run", "pass",
+                 set(), id="database-session-recipe-passes"),
+    pytest.param(f"{FIXTURES}.broken_recipe:build_agent", "tool/effect#1", "sigkill/hook/run",
+                 "fail", {"REPAIR_MISCLASSIFIED"}, id="broken-recipe-is-caught"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("app", "occurrence", "fault", "verdict", "codes"), CASES)
+def test_an_adk_app_case(app: str, occurrence: str, fault: str, verdict: str, codes: set[str],
+                         tmp_path: Path) -> None:  # fmt: skip
+    result = run_app_single(PAYMENT, occurrence, app=app, fault=fault, workdir=tmp_path)
+    assert (result.verdict, set(result.codes)) == (verdict, codes), result.violations
+    case_dir = Path(result.artifacts["dir"])
+    # The world ledger: the charge's body ran once in every case (killed
+    # after its effect); nothing ran it again.
+    assert len((case_dir / "world.jsonl").read_bytes().splitlines()) == 1
+    final = (case_dir / "final.thread.json").read_text()
+    if verdict == "pass":
+        # The session as ADK's own service reads it: the charge's call,
+        # answered once by the repair with the unknown outcome.
+        assert "call_0_0_0" in final and final.count("TOOL_OUTCOME_UNKNOWN") == 1
+
+
+def test_an_in_memory_session_service_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(LabUsageError, match="InMemorySessionService, which keeps nothing"):
+        run_app_single(PAYMENT, "tool/effect#1", app=f"{FIXTURES}.in_memory:build_agent",
+                       fault="sigkill/resend/run", workdir=tmp_path)  # fmt: skip

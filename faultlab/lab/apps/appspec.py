@@ -21,9 +21,9 @@ __all__ = [
 # The package an object's class comes from -> (its framework, what it is).
 _PACKAGES = (
     ("langgraph.", "langgraph", "a LangGraph graph"),
-    ("pydantic_ai.", "pydantic-ai", "a pydantic-ai agent"),
-    ("agents.", "openai-agents", "an OpenAI Agents SDK agent"),
-    ("google.adk.", "google-adk", "a Google ADK agent"),
+    ("pydantic_ai.", "pydantic-ai", "a pydantic-ai app"),
+    ("agents.", "openai-agents", "an OpenAI Agents SDK app"),
+    ("google.adk.", "google-adk", "a Google ADK app"),
 )
 _WHAT = {framework: what for _prefix, framework, what in _PACKAGES}
 # What each framework's app module must define beside its factory.
@@ -67,7 +67,8 @@ def _use(framework: str, what: str) -> str:
     return f"this module defines {what}; use {framework}:MODULE:FACTORY"
 
 
-def import_app(spec: str, framework: str) -> tuple[ModuleType, Callable[..., Any]]:
+def import_app(spec: str, framework: str, *,
+               takes: str = "model, tools") -> tuple[ModuleType, Callable[..., Any]]:  # fmt: skip
     """The module and factory of MODULE:FACTORY for a `framework` app;
     refused (AppSpecError) when the module is missing or fails to import,
     defines another framework's app, or has no such factory."""
@@ -88,7 +89,7 @@ def import_app(spec: str, framework: str) -> tuple[ModuleType, Callable[..., Any
         raise AppSpecError(f"{module_name}: {_use(other, _WHAT[other])}")
     factory = getattr(module, name, None)
     if not callable(factory):
-        raise AppSpecError(f"{module_name} defines no factory {name}")
+        raise AppSpecError(f"{module_name} defines no factory {name}(*, {takes})")
     return module, factory
 
 

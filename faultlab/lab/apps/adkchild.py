@@ -63,6 +63,12 @@ USER_ID = "faultlab-user"
 SESSION_ID = "faultlab-case"
 
 
+# A scripted answer's token counts (ADK logs a warning for an answer without).
+_USAGE = types.GenerateContentResponseUsageMetadata(prompt_token_count=0,
+                                                    candidates_token_count=0,
+                                                    total_token_count=0)  # fmt: skip
+
+
 def _contents_json(contents: Sequence[types.Content]) -> list[dict[str, Any]]:
     return [c.model_dump(mode="json", exclude_none=True) for c in contents]
 
@@ -106,7 +112,7 @@ class ScriptedLlm(BaseLlm):
             parts.append(types.Part(function_call=types.FunctionCall(
                 id=call, name=c.tool, args=dict(c.arguments))))  # fmt: skip
         self._gate.reach("model/answered", calls=calls)
-        yield LlmResponse(content=types.Content(role="model", parts=parts))
+        yield LlmResponse(content=types.Content(role="model", parts=parts), usage_metadata=_USAGE)
 
 
 class ScriptedTool(BaseTool):
@@ -188,7 +194,8 @@ class _Hello(BaseLlm):
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
-        yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="ok")]))
+        yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="ok")]),
+                          usage_metadata=_USAGE)  # fmt: skip
 
 
 async def _warm_up() -> None:
@@ -317,7 +324,8 @@ async def _drive(args: argparse.Namespace) -> int:
         first = args.from_turn
         if args.action != "run":
             # ADK's way back into a session: run it again on the same id with
-            # the user's message (resend); hook: the app's repair first.
+            # the user's message (resend; `resume`, the framework's own, which
+            # a second writer uses, is the same); hook: the app's repair first.
             gate.note("app/resume", style=args.action, turn=first)
             if args.action == "hook" and before_resume is not None:
                 await _maybe(before_resume(inner, app_name=app_name, user_id=USER_ID,
@@ -335,7 +343,7 @@ async def _drive(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.adkchild", argv, modes=MODES,
-                           actions=("resend", "hook", "read"),
+                           actions=("resume", "resend", "hook", "read"),
                            store="the SessionService's SQLite database")  # fmt: skip
     try:
         return asyncio.run(_drive(args))

@@ -3,9 +3,9 @@
 # agent, the prebuilt agent (one task per call, two parallel calls), a
 # hand-written tool node, tools taking ToolRuntime, the app's own messages
 # key; each with a case that must pass and one that must fail with the
-# right codes, the recipe passing and its broken twin caught.  Also: parallel calls get the same kill-point
-# names in every run, and a run that never ran the scenario's tools is
-# NOTHING_TESTED.
+# right codes, the recipe passing and its broken twin caught.  Also:
+# parallel calls get the same kill-point names in every run, and a run
+# that never ran the scenario's tools is NOTHING_TESTED.
 from __future__ import annotations
 
 import importlib.util

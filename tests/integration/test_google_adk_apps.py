@@ -6,8 +6,9 @@
 # never told the charge may have gone through) and keeps it stored, a
 # session that breaks the model APIs' pairing rules.  With the recipe the
 # same case passes with one charge in the world; a broken repair (answering
-# TOOL_NOT_STARTED for a call whose body ran) is caught; an in-memory
-# SessionService is refused before any case.  One fork server serves every
+# TOOL_NOT_STARTED for a call whose body ran) is caught; a stale second
+# writer is refused by ADK; an in-memory SessionService is refused before
+# any case.  One fork server serves every
 # ADK app here (faultlab/lab/apps/drive.py `_SERVER_PER_FRAMEWORK`).
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ CASES = [
                  set(), id="database-session-recipe-passes"),
     pytest.param(f"{FIXTURES}.broken_recipe:build_agent", "tool/effect#1", "sigkill/hook/run",
                  "fail", {"REPAIR_MISCLASSIFIED"}, id="broken-recipe-is-caught"),
+    # A second process runs the turn while the first is held before its
+    # model call: ADK refuses the first's next write (StaleSessionError),
+    # the refusal the guarantee asks for; one charge, one linear session.
+    pytest.param(f"{EXAMPLE}.repaired:build_agent", "model/request#1",
+                 "second-writer/resume/run", "pass", set(), id="stale-writer-is-refused"),
 ]  # fmt: skip
 
 
@@ -49,11 +55,11 @@ def test_an_adk_app_case(app: str, occurrence: str, fault: str, verdict: str, co
     result = run_app_single(PAYMENT, occurrence, app=app, fault=fault, workdir=tmp_path)
     assert (result.verdict, set(result.codes)) == (verdict, codes), result.violations
     case_dir = Path(result.artifacts["dir"])
-    # The world ledger: the charge's body ran once in every case (killed
-    # after its effect); nothing ran it again.
+    # The world ledger: the charge's body ran once in every case; nothing
+    # ran it again.
     assert len((case_dir / "world.jsonl").read_bytes().splitlines()) == 1
     final = (case_dir / "final.thread.json").read_text()
-    if verdict == "pass":
+    if verdict == "pass" and "hook" in fault:
         # The session as ADK's own service reads it: the charge's call,
         # answered once by the repair with the unknown outcome.
         assert "call_0_0_0" in final and final.count("TOOL_OUTCOME_UNKNOWN") == 1

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.apps import App
+from google.adk.errors import StaleSessionError
 from google.adk.events import Event
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -335,6 +336,11 @@ async def _drive(args: argparse.Namespace) -> int:
         for turn in range(first, len(scenario.turns)):
             gate.note("app/turn", turn=turn)
             await _run(runner, scenario.turns[turn].user, gate, turn)
+    except StaleSessionError as error:
+        # ADK refuses a write to a session another process changed since
+        # this one loaded it: a second writer is refused, not forked.
+        gate.note("app/writer-refused", action=args.action, reason=str(error)[:300])
+        raise
     finally:
         await runner.close()
         await _close(inner)

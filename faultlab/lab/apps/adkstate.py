@@ -1,19 +1,24 @@
 # Google ADK contents (`google.genai` `Content`s as JSON: what an ADK
 # session's events carry and what an `LlmRequest` sends a model) as the
-# lab's History.  Read by their keys only, so the lab imports this module
-# without the optional extra; the child (adkchild) uses it for what its
-# scripted model is sent and for the events the app's own SessionService
-# returns from `get_session`.
+# lab's History, and the events of one session as ADK's
+# DatabaseSessionService stores them in SQLite (its `events` table, one
+# JSON `event_data` per event), read by the lab itself.  Read by their keys
+# only, so the lab imports this module without the optional extra; the
+# child (adkchild) uses it for what its scripted model is sent and for the
+# events a custom SessionService returns from `get_session`.
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from faultlab.lab.read.histories import Call, History, Message
 
-__all__ = ["response_text", "to_history"]
+__all__ = ["StoredSession", "read_database_session", "response_text", "to_history"]
 
 
 def response_text(response: Any) -> tuple[str, bool]:
@@ -67,3 +72,47 @@ def to_history(contents: Sequence[Mapping[str, Any]]) -> History:
         elif role == "user" and text:
             out.append(Message("user", text))
     return History(tuple(out))
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """One session's stored events, oldest first: how many, and their
+    contents as the lab's History."""
+
+    count: int
+    history: History
+
+
+def read_database_session(path: Path, *, user_id: str, session_id: str,
+                          limit: int) -> StoredSession | None:  # fmt: skip
+    """The events of session `session_id` of `user_id` in the SQLite
+    database at `path` (a scratch copy: SQLite may write beside it), in
+    ADK's order (timestamp, then id); None when the database does not have
+    the DatabaseSessionService's `events` table (another store: the app's
+    own service reads it).  Raises `ValueError` when the events' JSON is
+    larger than `limit` bytes or not JSON, `sqlite3.Error` when the file is
+    not a database."""
+    db = sqlite3.connect(path)
+    try:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(events)")}
+        if not {"event_data", "user_id", "session_id", "timestamp", "id"} <= columns:
+            return None
+        where = "FROM events WHERE user_id = ? AND session_id = ?"
+        size = db.execute(f"SELECT coalesce(sum(length(event_data)), 0) {where}",
+                          (user_id, session_id)).fetchone()[0]  # fmt: skip
+        if size > limit:
+            raise ValueError(f"the session's events hold {size} bytes of JSON (limit {limit})")
+        rows = db.execute(f"SELECT event_data {where} ORDER BY timestamp, id",
+                          (user_id, session_id)).fetchall()  # fmt: skip
+    finally:
+        db.close()
+    contents: list[Mapping[str, Any]] = []
+    for (raw,) in rows:
+        try:
+            event = orjson.loads(raw) if raw is not None else {}
+        except orjson.JSONDecodeError as error:
+            raise ValueError(f"an event's data is not JSON: {error}") from None
+        content = event.get("content") if isinstance(event, Mapping) else None
+        if isinstance(content, Mapping):
+            contents.append(content)
+    return StoredSession(len(rows), to_history(contents))

@@ -17,7 +17,12 @@ from pathlib import Path
 
 from faultlab.lab.apps.fork import app_server, fork_app
 from faultlab.lab.apps.lgstate import PersistedThread, read_thread
-from faultlab.lab.apps.storeread import READ_BY_APP, STORE_SUFFIXES, read_by_app
+from faultlab.lab.apps.storeread import (
+    READ_BY_APP,
+    STORE_SUFFIXES,
+    read_adk_database,
+    read_by_app,
+)
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case
 from faultlab.lab.process.reference import Reference, read_ledger, slug
@@ -87,6 +92,7 @@ SPAWNS = ("fork", "exec")
 # start costs seconds (ADK: its import and first run, about 3 s here).
 _SERVER_PER_FRAMEWORK = ("google-adk",)
 _THREAD = "faultlab-case"
+ADK_USER = "faultlab-user"  # the user an ADK app's session belongs to (adkchild.USER_ID)
 
 
 def parse_app(spec: str) -> tuple[str, str]:
@@ -234,7 +240,12 @@ class AppRig(ServerRig):
             source = self.db.with_name(self.db.name + suffix)
             copy_target(source, self.where / f"{name}{self.db.suffix}{suffix}",
                         what="app store")  # fmt: skip
-        if self.framework in READ_BY_APP:  # the app's own loader, in a child
+        adk = None
+        if self.framework == "google-adk":  # ADK's database service's tables, read here
+            adk = read_adk_database(self, name, user_id=ADK_USER, session_id=_THREAD)
+        if adk is not None:
+            thread = adk
+        elif self.framework in READ_BY_APP:  # the app's own loader, in a child
             thread = read_by_app(self, name)
         else:
             # The state key the app keeps its conversation in, as its child said.

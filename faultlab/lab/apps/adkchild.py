@@ -281,8 +281,9 @@ def _app_name(module: ModuleType) -> str:
 
 
 def _runner(built: Any, name: str, module: ModuleType, service: BaseSessionService) -> Runner:
-    """ADK's Runner over what the factory built: an `App` as it is (its name
-    is the app's), an agent under the module's `app_name`."""
+    """ADK's Runner over what the factory built, an `App` (its plugins and
+    configuration kept) or an agent, under the module's `app_name` (default
+    `faultlab`): one name for the run and for a reading of the store."""
     if isinstance(built, App):
         return Runner(app=built, app_name=_app_name(module), session_service=service)
     if isinstance(built, BaseAgent):

@@ -39,6 +39,8 @@ CASES = [
                  {"PROVIDER_INVALID_HISTORY"}, id="database-session-drops-the-charge"),
     pytest.param(f"{EXAMPLE}.repaired:build_agent", "tool/effect#1", "sigkill/hook/run", "pass",
                  set(), id="database-session-recipe-passes"),
+    pytest.param(f"{FIXTURES}.app_object:build_app", "tool/effect#1", "sigkill/hook/run",
+                 "pass", set(), id="an-app-object-with-the-recipe-passes"),
     pytest.param(f"{FIXTURES}.broken_recipe:build_agent", "tool/effect#1", "sigkill/hook/run",
                  "fail", {"REPAIR_MISCLASSIFIED"}, id="broken-recipe-is-caught"),
     # A second process runs the turn while the first is held before its

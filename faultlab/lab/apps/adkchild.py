@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import importlib
 import inspect
 import sys
 import traceback
@@ -202,8 +200,11 @@ class _Hello(BaseLlm):
 async def _warm_up() -> None:
     """One invocation of a bare agent in memory: ADK imports most of itself
     on the first run (about 560 modules, 1.5 s of every child here), which a
-    fork server then does once.  In memory, without tools: it starts no
-    thread (the server checks) and touches no file."""
+    fork server then does once; and one session stored by ADK's database
+    service in an in-memory SQLite (SQLAlchemy configures its mappers and
+    pydantic builds the stored models on first use).  Touches no file; the
+    database's worker thread ends when it is closed (the server checks that
+    it is single-threaded after the preload)."""
     from google.adk.sessions.in_memory_session_service import InMemorySessionService
 
     service = InMemorySessionService()
@@ -214,6 +215,18 @@ async def _warm_up() -> None:
     async for _event in runner.run_async(user_id="u", session_id="s", new_message=message):
         pass
     await runner.close()
+    try:
+        from google.adk.sessions import DatabaseSessionService
+    except ImportError:  # no SQLAlchemy: the app's own store, whatever it is
+        return
+    database = DatabaseSessionService(db_url="sqlite+aiosqlite:///:memory:")
+    try:
+        session = await database.create_session(app_name="warm-up", user_id="u", session_id="s")
+        await database.append_event(session, Event(author="user", invocation_id="warm-up",
+                                                   content=message))  # fmt: skip
+        await database.get_session(app_name="warm-up", user_id="u", session_id="s")
+    finally:
+        await database.close()
 
 
 def preload(app: str) -> None:
@@ -223,10 +236,6 @@ def preload(app: str) -> None:
     if app.removeprefix("google-adk:"):
         _module(app.removeprefix("google-adk:"))
     asyncio.run(_warm_up())
-    # The SQLite dialect the app's DatabaseSessionService loads on first use.
-    for name in ("aiosqlite", "sqlalchemy.dialects.sqlite.aiosqlite"):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
 
 
 async def _maybe(value: Any) -> Any:

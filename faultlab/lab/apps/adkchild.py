@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import inspect
 import sys
+import threading
 import traceback
 from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
@@ -236,6 +237,12 @@ def preload(app: str) -> None:
     if app.removeprefix("google-adk:"):
         _module(app.removeprefix("google-adk:"))
     asyncio.run(_warm_up())
+    # The database's worker thread ends once its connection is closed, a
+    # moment after the close returns: wait for it (bounded), as the server
+    # forks only single-threaded.
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(timeout=10.0)
 
 
 async def _maybe(value: Any) -> Any:

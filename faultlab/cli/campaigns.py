@@ -76,7 +76,9 @@ def bench(quick: bool, as_json: bool, out: Path) -> int:
               "on the same cases): the CI subset.")  # fmt: skip
 @click.option("--exhaustive", is_flag=True,
               help="Explore every case of every variant (default: its documented catching "
-              "cases first, every case only when they do not catch it).")  # fmt: skip
+              "cases first, every case only when they do not catch it), and the reference "
+              "runtime in full in every configuration and policy (default: a sample "
+              "beyond the default one).")  # fmt: skip
 @click.option("--variants", "names", metavar="NAMES", help="Comma-separated variants to run.")
 @click.option(
     "--zoo", type=click.Path(dir_okay=False, path_type=Path),

@@ -5,12 +5,17 @@
 # `--lf` a set of ids (the failures of the newest report, read by the report
 # room), `-x`/`--maxfail N` the number of failing cases after which the run
 # stops.  The exploration engine applies a `Selection` after sharding.
+# `sample` keeps at most N cases per scenario and fault, drawn with a fixed
+# seed: a campaign sized to a budget that still reaches every scenario under
+# every fault (the full selftest's secondary configurations, issue 34).
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from faultlab.lab.drives.protocol import COVERAGE
 from faultlab.lab.errors import LabUsageError
 
 __all__ = ["Selection", "keyword_matcher"]
@@ -90,22 +95,47 @@ def keyword_matcher(expression: str) -> Matcher:
 class Selection:
     """The cases to run and when to stop: `keyword` (-k), `ids` (--lf: only
     these case ids; None: every id), `maxfail` (stop once this many cases
-    failed; None: never)."""
+    failed; None: never), `sample` (of the cases kept, at most this many per
+    scenario and fault, drawn with `seed`; each scenario's coverage case
+    always runs; None: all)."""
 
     keyword: str | None = None
     ids: frozenset[str] | None = None
     maxfail: int | None = None
+    sample: int | None = None
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if self.maxfail is not None and self.maxfail < 1:
             raise LabUsageError(f"maxfail must be at least 1, not {self.maxfail}")
+        if self.sample is not None and (isinstance(self.sample, bool) or self.sample < 1):
+            raise LabUsageError(f"sample must be at least 1 case, not {self.sample!r}")
         if self.keyword is not None:
             keyword_matcher(self.keyword)  # a malformed expression fails before any run
 
     def take(self, case_ids: Sequence[str]) -> list[int]:
         """The indices of the ids to run, in order."""
         match = keyword_matcher(self.keyword) if self.keyword is not None else None
-        return [
+        kept = [
             i for i, case_id in enumerate(case_ids)
             if (self.ids is None or case_id in self.ids) and (match is None or match(case_id))
         ]  # fmt: skip
+        return kept if self.sample is None else self._sampled(case_ids, kept)
+
+    def _sampled(self, case_ids: Sequence[str], kept: list[int]) -> list[int]:
+        groups: dict[str, list[int]] = {}
+        for i in kept:
+            scenario, _sep, rest = case_ids[i].partition("::")
+            if rest.startswith(f"{COVERAGE}["):
+                groups[case_ids[i]] = [i]  # a group of its own: always runs
+                continue
+            fault = rest[rest.rfind("[") :] if rest.endswith("]") else ""
+            groups.setdefault(f"{scenario}{fault}", []).append(i)
+        chosen: set[int] = set()
+        assert self.sample is not None
+        for key, members in groups.items():
+            if len(members) <= self.sample:
+                chosen.update(members)
+            else:  # seeded by the group too: the same draw in every run
+                chosen.update(random.Random(f"{self.seed}:{key}").sample(members, self.sample))
+        return [i for i in kept if i in chosen]

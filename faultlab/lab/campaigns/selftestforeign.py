@@ -53,6 +53,9 @@ def foreign_row(
         return SelftestRow(name, stage, (), "not-available", None, 0, 0, note=note, correct=True)
     started = time.monotonic()
     cases = foreign_cases(runtime, chosen)
+    if not cases:  # nothing of this runtime's to judge: not a false alarm, not a pass
+        note = "none of the chosen variants has a case this runtime can run"
+        return SelftestRow(name, stage, (), "not-available", None, 0, 0, note=note, correct=True)
     calls = [partial(run_case, case, list(runtime.command), backend, workdir / str(i))
              for i, (case, backend) in enumerate(cases)]  # fmt: skip
     results = parallel(calls)

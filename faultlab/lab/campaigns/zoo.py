@@ -96,6 +96,7 @@ class Zoo:
     variants: tuple[ZooVariant, ...]
     reference_fuzz_examples: int | None = None
     reference_fuzz_quick_examples: int | None = None
+    reference_fuzz_exhaustive_examples: int | None = None  # default: reference_fuzz_examples
     foreign: tuple[ForeignRuntime, ...] = ()
 
     def select(self, names: str | None) -> tuple[ZooVariant, ...]:
@@ -329,12 +330,14 @@ def load_zoo(path: Path) -> Zoo:
     foreign = raw.get("foreign", [])
     if not isinstance(foreign, list):
         top.fail("foreign", "must be a list of [[foreign]] tables")
-    ref = _Fields(path, "reference", reference, {"fuzz_examples", "fuzz_quick_examples"})
-    full, quick = (ref.positive(f, None) for f in ("fuzz_examples", "fuzz_quick_examples"))
+    sizes = ("fuzz_examples", "fuzz_quick_examples", "fuzz_exhaustive_examples")
+    ref = _Fields(path, "reference", reference, set(sizes))
+    full, quick, exhaustive = (ref.positive(f, None) for f in sizes)
     return Zoo(
         path=path,
         variants=variants,
         reference_fuzz_examples=None if full is None else int(full),
         reference_fuzz_quick_examples=None if quick is None else int(quick),
+        reference_fuzz_exhaustive_examples=None if exhaustive is None else int(exhaustive),
         foreign=tuple(_foreign(path, i, t) for i, t in enumerate(foreign, start=1)),
     )

@@ -69,3 +69,29 @@ def test_selection_combines_ids_and_keyword() -> None:
         Selection(maxfail=0)
     with pytest.raises(LabUsageError, match="-k"):
         Selection(keyword="(")
+
+
+def test_a_sample_keeps_a_few_cases_per_scenario_and_fault_and_every_coverage_case() -> None:
+    ids = ["a.toml::coverage[reference]"]
+    ids += [f"a.toml::tool/effect#{i}[sigkill]" for i in range(1, 9)]
+    ids += [f"a.toml::tool/effect#{i}[power-loss]" for i in range(1, 3)]
+    ids += ["a.toml::x#1+y#2[double-sigkill]", "a.toml::x#2+y#1[double-sigkill]",
+            "a.toml::x#3+y#1[double-sigkill]"]  # fmt: skip
+    ids += [f"b.toml::model/chunk#{i}[sigkill]" for i in range(1, 6)]
+    chosen = [ids[i] for i in Selection(sample=2, seed=5).take(ids)]
+    assert chosen[0] == "a.toml::coverage[reference]"
+    per_group: dict[tuple[str, str], int] = {}
+    for case_id in chosen[1:]:
+        key = (case_id.split("::")[0], case_id[case_id.rfind("[") :])
+        per_group[key] = per_group.get(key, 0) + 1
+    assert per_group == {("a.toml", "[sigkill]"): 2, ("a.toml", "[power-loss]"): 2,
+                         ("a.toml", "[double-sigkill]"): 2, ("b.toml", "[sigkill]"): 2}
+    assert chosen == sorted(chosen, key=ids.index)  # in case order
+    assert Selection(sample=2, seed=5).take(ids) == Selection(sample=2, seed=5).take(ids)
+    draws = {tuple(Selection(sample=2, seed=seed).take(ids)) for seed in range(8)}
+    assert len(draws) > 1  # another seed reaches other occurrences
+    only = Selection(keyword="b.toml", sample=1).take(ids)  # after -k
+    assert len(only) == 1 and ids[only[0]].startswith("b.toml")
+    for bad in (0, -1, True):
+        with pytest.raises(LabUsageError, match="sample must be at least 1"):
+            Selection(sample=bad)

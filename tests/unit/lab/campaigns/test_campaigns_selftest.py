@@ -109,6 +109,13 @@ def test_a_foreign_runtime_runs_the_classic_catching_cases_of_its_backends(
                       run_case=lambda *_: pytest.fail("nothing runs without node"))  # fmt: skip
     assert (row.status, row.correct, row.bad) == ("not-available", True, False)
     assert "no-such-interpreter-here is not on PATH" in row.note
+    # Chosen variants none of whose cases it can run: nothing to judge, no false alarm.
+    sqlite_only = [v for v in zoo.variants if v.backend == "sqlite"]
+    row = foreign_row(runtime, sqlite_only, stage="quick", workdir=tmp_path,
+                      parallel=lambda calls: [call() for call in calls],
+                      run_case=lambda *_: pytest.fail("no case is this runtime's"))  # fmt: skip
+    assert (row.status, row.bad, row.cases) == ("not-available", False, 0)
+    assert "none of the chosen variants" in row.note
 
 
 def test_duplicate_names_and_unknown_selections_are_refused(tmp_path: Path) -> None:
@@ -187,12 +194,44 @@ def test_the_full_false_alarm_stage_runs_double_sigkill_bounded(
     monkeypatch.setattr(selftest.api, "explore_paths", explore_paths)
     row = selftest._reference_row((), quick=False, jobs=1, workdir=tmp_path, spawn="fork",
                                   timeout=5.0)  # fmt: skip
-    assert [o["policy"] for o in asked] == ["semantic", "turn-only", "every-event"]
+    # In full under each scenario's own policy; sampled under each forced one.
+    assert [o["policy"] for o in asked] == [None, "semantic", "turn-only", "every-event"]
+    samples = [o["select"] for o in asked]
+    assert samples[0] is None
+    assert [(s.sample, s.seed) for s in samples[1:]] == [(selftest.SAMPLE, n) for n in (1, 2, 3)]
     for options in asked:
         assert options["faults"] == selftest.api.parse_faults("all")
         assert options["faults"][-1] == "double-sigkill"
         assert options["max_double"] == DEFAULT_MAX_DOUBLE == 24
     assert (row.status, row.first_case) == ("false-alarm", double.case.id)
-    assert row.ran["double-sigkill"] == {"ran": 3, "unsupported": 0}  # one per policy
+    assert row.ran["double-sigkill"] == {"ran": 4, "unsupported": 0}  # one per exploration
+    asked.clear()  # --exhaustive: every exploration in full
+    selftest._reference_row((), quick=False, jobs=1, workdir=tmp_path, spawn="fork",
+                            timeout=5.0, exhaustive=True)  # fmt: skip
+    assert [o["select"] for o in asked] == [None] * 4
     acp = selftest.api.parse_faults("all", drive="acp")
     assert selftest.reference_faults("acp") == acp and acp[-1] == "double-sigkill"
+
+
+def test_a_variant_fuzz_row_is_not_shrunk_unless_exhaustive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The campaign itself is replaced (a real one is minutes of processes):
+    # this checks that the row asks for no shrinking when told so, and that
+    # an unshrunk failing example with the expected code is a detection.
+    from faultlab.lab.campaigns import selftest
+
+    asked: list[dict[str, object]] = []
+    failing = CaseResult(Case("/s/f.toml", "tool/returned#3", "sigkill"), "fail",
+                         (Violation("TOOL_RESULT_LOST", "lost"),))  # fmt: skip
+
+    def campaign(**options: object) -> list[CaseResult]:
+        asked.append(options)
+        return [result("a#1"), failing]
+
+    monkeypatch.setattr(selftest, "fuzz_campaign", lambda: campaign)
+    for shrink in (False, True):
+        row = selftest._fuzz_row("v", ("TOOL_RESULT_LOST",), [], ["python3", "v.py"], 100, 5.0,
+                                 tmp_path, 1, shrink=shrink)  # fmt: skip
+        assert asked[-1]["shrink"] is shrink
+        assert (row.status, row.first_case) == ("detected", failing.case.id)

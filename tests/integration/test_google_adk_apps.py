@@ -49,6 +49,9 @@ CASES = [
     pytest.param(f"{FIXTURES}.broken_recipe:build_agent", "tool/effect#1", "sigkill/hook/run",
                  "fail", {"REPAIR_MISCLASSIFIED"}, 1, "TOOL_NOT_STARTED",
                  id="broken-recipe-is-caught"),
+    pytest.param(f"{FIXTURES}.unmarked:build_agent", "tool/effect#1", "sigkill/hook/run",
+                 "fail", {"REPAIR_MISCLASSIFIED"}, 1, "TOOL_NOT_STARTED",
+                 id="marks-trusted-but-never-written-is-caught"),
     # A second process runs the turn while the first is held before its
     # model call: ADK refuses the first's next write (StaleSessionError),
     # the refusal the guarantee asks for; one charge, one linear session.

@@ -18,8 +18,10 @@ and the rest (the case's directory, the gate, the oracle).
 
 `--app` measures another framework's example the same way
 (`pydantic-ai:examples.pydantic_ai_refund:build_agent`,
-`openai-agents:examples.openai_agents_refund:build_agent`); for those,
+`openai-agents:examples.openai_agents_refund:build_agent`,
+`google-adk:examples.google_adk_refund:build_agent`); for those,
 reading the store is two more children a case (the app's own loader).
+ADK's cases resume in its own style, `resend` (the others: `resume`).
 
 Prints the figures; asserts nothing.
 """
@@ -93,6 +95,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.durability is None:
         args.durability = "sync" if args.app.startswith("langgraph:") else ""
+    # ADK goes back into a session by sending the message again (its resume).
+    style = "resend" if args.app.startswith("google-adk:") else "resume"
     os.chdir(ROOT)  # the children import the example from the working directory
     scenario = str(ROOT / "scenarios" / "payment.toml")
     _instrument()
@@ -103,7 +107,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         options, references = {}, {}
         for spawn in SPAWNS:
-            options[spawn] = AppOptions(args.app, Path(work) / spawn, args.durability, ("resume",),
+            options[spawn] = AppOptions(args.app, Path(work) / spawn, args.durability, (style,),
                                         spawn=spawn)  # fmt: skip
             args.durability = options[spawn].durability  # the framework's default, when empty
             started = time.monotonic()
@@ -115,7 +119,7 @@ def main() -> None:
         for index in range(args.cases):
             point = POINTS[index % len(POINTS)]
             for spawn in SPAWNS if index % 2 == 0 else SPAWNS[::-1]:
-                case = Case(scenario, point, f"sigkill/resume/{args.durability}")
+                case = Case(scenario, point, f"sigkill/{style}/{args.durability}")
                 _spent.clear()
                 cpu, started = _cpu(spawn), time.perf_counter()
                 result = run_app_case(case, references[spawn], options[spawn])

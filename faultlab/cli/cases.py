@@ -96,9 +96,10 @@ class _PlanProgress:
     "--app", metavar="FRAMEWORK:MODULE:FACTORY",
     help="Crash-test a framework app with its own persistence: langgraph:... (FACTORY(*, "
     "model, tools, checkpointer) returns a compiled graph), pydantic-ai:... (FACTORY(*, "
-    "model, tools) returns an Agent; the module stores its history) or openai-agents:... "
+    "model, tools) returns an Agent; the module stores its history), openai-agents:... "
     "(FACTORY(*, model, tools) returns an Agent; the module's make_session(id, path) its "
-    "Session) (docs/frameworks.md).",
+    "Session) or google-adk:... (FACTORY(*, model, tools) returns an ADK Agent or App; the "
+    "module's make_session_service(path) its SessionService) (docs/frameworks.md).",
 )  # fmt: skip
 @click.option(
     "--compare", metavar="durability=MODE,...",

@@ -1,11 +1,11 @@
 # LangGraph apps of the shapes people write (issue 32), each through real
 # children (the app drive) and judged against the world ledger: a subgraph
 # agent, the prebuilt agent (one task per call, two parallel calls), a
-# hand-written tool node, the app's own messages key; each with a case that
-# must pass and one that must fail with the right codes, the recipe passing
-# and its broken twin caught.  Also: parallel calls get the same kill-point
-# names in every run, and a run that never ran the scenario's tools is
-# NOTHING_TESTED.
+# hand-written tool node, tools taking ToolRuntime, the app's own messages
+# key; each with a case that must pass and one that must fail with the
+# right codes, the recipe passing and its broken twin caught.  Also:
+# parallel calls get the same kill-point names in every run, and a run
+# that never ran the scenario's tools is NOTHING_TESTED.
 from __future__ import annotations
 
 import importlib.util
@@ -77,6 +77,11 @@ CASES = [
     pytest.param("langgraph:examples.langgraph_refund.repaired:build_graph", PAYMENT,
                  "checkpoint/put#3", "sigkill/hook/sync", "pass", set(), True,
                  id="never-started-then-ran-once-is-right"),
+    # Tools that take ToolRuntime (langgraph's injected runtime) under ToolNode.
+    pytest.param(f"{APPS}.toolruntime:build_graph", PAYMENT, "tool/effect#1",
+                 "sigkill/resume/sync", "fail", RERUN, True, id="toolruntime-resume-reruns"),
+    pytest.param(f"{APPS}.toolruntime:build_graph", PAYMENT, "model/request#2",
+                 "sigkill/resume/sync", "pass", set(), True, id="toolruntime-after-results"),
     # The charge takes the call id as its key: the re-run applied nothing more.
     pytest.param("langgraph:examples.langgraph_refund:build_graph", KEYED, "tool/effect#1",
                  "sigkill/resume/sync", "pass", set(), True, id="keyed-rerun-is-absorbed"),

@@ -1,6 +1,6 @@
-# Framework app runs (`--app langgraph:MODULE:FACTORY`, `--app
-# pydantic-ai:MODULE:FACTORY`): the user's graph or agent runs in a child
-# process (faultlab/lab/apps/lgchild.py, pachild.py) with faultlab's
+# Framework app runs (`--app langgraph:MODULE:FACTORY`, `pydantic-ai:`,
+# `openai-agents:`, `google-adk:`): the user's graph or agent runs in a child
+# process (faultlab/lab/apps/lgchild.py, pachild.py, oachild.py, adkchild.py) with faultlab's
 # scripted model, the scenario's tools and a reporting proxy around its
 # checkpointer or history store; every boundary the child reports goes
 # through the gate.  Owned here: the options, one case's rig of children
@@ -17,7 +17,12 @@ from pathlib import Path
 
 from faultlab.lab.apps.fork import app_server, fork_app
 from faultlab.lab.apps.lgstate import PersistedThread, read_thread
-from faultlab.lab.apps.storeread import READ_BY_APP, STORE_SUFFIXES, read_by_app
+from faultlab.lab.apps.storeread import (
+    READ_BY_APP,
+    STORE_SUFFIXES,
+    read_adk_database,
+    read_by_app,
+)
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.oracle.case import Case
 from faultlab.lab.process.reference import Reference, read_ledger, slug
@@ -53,15 +58,17 @@ SAVE_POLICIES = ("node", "run")
 # `preload(app)` (a fork server preloads once, then runs main per child).
 _CHILD_MODULES = {"langgraph": "faultlab.lab.apps.lgchild",
                   "pydantic-ai": "faultlab.lab.apps.pachild",
-                  "openai-agents": "faultlab.lab.apps.oachild"}  # fmt: skip
+                  "openai-agents": "faultlab.lab.apps.oachild",
+                  "google-adk": "faultlab.lab.apps.adkchild"}  # fmt: skip
 FRAMEWORKS = tuple(_CHILD_MODULES)
 # Each framework's comparison dimension (the child's `--durability` slot):
 # its name in `--compare NAME=...`, its values, the default.
 MODES = {"langgraph": ("durability", DURABILITIES, "async"),
          "pydantic-ai": ("save", SAVE_POLICIES, "node"),
-         "openai-agents": ("runner", ("run",), "run")}  # fmt: skip
+         "openai-agents": ("runner", ("run",), "run"),
+         "google-adk": ("runner", ("run",), "run")}  # fmt: skip
 _STORES = {"langgraph": "checkpoints.sqlite", "pydantic-ai": "history.json",
-           "openai-agents": "session.sqlite"}  # fmt: skip
+           "openai-agents": "session.sqlite", "google-adk": "sessions.sqlite"}  # fmt: skip
 # resume: the framework's own (invoke(None); agent.run(None, history));
 # resend: the user sends their last message again; hook: the app's
 # `before_resume` (its installed repair), then the framework's resume;
@@ -69,13 +76,23 @@ _STORES = {"langgraph": "checkpoints.sqlite", "pydantic-ai": "history.json",
 # message again, as pydantic-ai tells an app to.
 RESUME_STYLES = ("resume", "resend", "hook", "repair")
 _STYLES = {"langgraph": ("resume", "resend", "hook"), "pydantic-ai": RESUME_STYLES,
-           "openai-agents": ("resume", "resend", "hook")}  # fmt: skip
+           "openai-agents": ("resume", "resend", "hook"),
+           # ADK goes back into a session by running it again on its id
+           # with the user's message: resend is its resume.
+           "google-adk": ("resend", "hook")}  # fmt: skip
 # The boundaries of a store's writes (checkpoints, pending writes, a saved history).
 WRITES = ("checkpoint/put", "checkpoint/writes", "history/save")
 # The write every run of a framework's app must reach (its coverage case).
-STORE_WRITES = {"langgraph": "checkpoint/put", "pydantic-ai": "history/save"}
+STORE_WRITES = {"langgraph": "checkpoint/put", "pydantic-ai": "history/save",
+                "google-adk": "history/save"}  # fmt: skip
 SPAWNS = ("fork", "exec")
+# Frameworks whose fork server preloads the framework alone (and warms it
+# up), shared by every app of the framework: the app's module, imported by
+# each child, costs milliseconds once the framework is loaded, and a server
+# start costs seconds (ADK: its import and first run, about 3 s here).
+_SERVER_PER_FRAMEWORK = ("google-adk",)
 _THREAD = "faultlab-case"
+ADK_USER = "faultlab-user"  # the user an ADK app's session belongs to (adkchild.USER_ID)
 
 
 def parse_app(spec: str) -> tuple[str, str]:
@@ -86,8 +103,9 @@ def parse_app(spec: str) -> tuple[str, str]:
     if framework not in _CHILD_MODULES:
         raise LabUsageError(f"--app {spec}: the supported frameworks are langgraph "
                             "(langgraph:MODULE:FACTORY), pydantic-ai "
-                            "(pydantic-ai:MODULE:FACTORY) and openai-agents "
-                            "(openai-agents:MODULE:FACTORY)")  # fmt: skip
+                            "(pydantic-ai:MODULE:FACTORY), openai-agents "
+                            "(openai-agents:MODULE:FACTORY) and google-adk "
+                            "(google-adk:MODULE:FACTORY)")  # fmt: skip
     if not module or not factory.isidentifier():
         raise LabUsageError(f"--app {spec}: expected {framework}:MODULE:FACTORY")
     return framework, target
@@ -180,7 +198,8 @@ class AppRig(ServerRig):
         if self.options.spawn == "fork":
             # argv is [python, -m, CHILD_MODULE, *arguments]: the server
             # preloads the child module and the app once, forks one per run.
-            server = app_server(argv[2], self.options.target, cwd=os.getcwd(), env=env)
+            preloaded = "" if self.framework in _SERVER_PER_FRAMEWORK else self.options.target
+            server = app_server(argv[2], preloaded, cwd=os.getcwd(), env=env)
             process = fork_app(server, argv[3:], cwd=Path.cwd(), env=env,
                                stdout_path=stdout, stderr_path=stderr)  # fmt: skip
         else:
@@ -221,7 +240,12 @@ class AppRig(ServerRig):
             source = self.db.with_name(self.db.name + suffix)
             copy_target(source, self.where / f"{name}{self.db.suffix}{suffix}",
                         what="app store")  # fmt: skip
-        if self.framework in READ_BY_APP:  # the app's own loader, in a child
+        adk = None
+        if self.framework == "google-adk":  # ADK's database service's tables, read here
+            adk = read_adk_database(self, name, user_id=ADK_USER, session_id=_THREAD)
+        if adk is not None:
+            thread = adk
+        elif self.framework in READ_BY_APP:  # the app's own loader, in a child
             thread = read_by_app(self, name)
         else:
             # The state key the app keeps its conversation in, as its child said.

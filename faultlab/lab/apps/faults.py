@@ -187,7 +187,12 @@ def _second_writer(case: Case, reference: Reference, rig: AppRig) -> Judged:
         forks=final.forks,
     )  # fmt: skip
     violations = [v for v in check_app(observation) if v.code in _SECOND_WRITER_CODES]
-    if first_status != 0 and not first_hung:
+    # A live writer its framework refused because the store changed under
+    # it (ADK's StaleSessionError; the child notes it) is the refusal the
+    # guarantee asks for, not a fork: what the store holds is judged above.
+    refused = any(r.get("fact") == "app/writer-refused" and r.get("action") == "run"
+                  for r in records)  # fmt: skip
+    if first_status != 0 and not first_hung and not refused:
         violations.append(Violation(
             "SEQ_FORK", f"the live writer exited {first_status} after a second writer "
             f"(which exited {second_status}) resumed its thread",

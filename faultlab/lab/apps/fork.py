@@ -24,9 +24,10 @@ APP_SERVER = "faultlab.lab.apps.forkserver"
 
 def app_server(child_module: str, app: str, *, cwd: str, env: Mapping[str, str]) -> ForkServer:
     """The shared server that has run `child_module.preload(app)` (`app`:
-    the child's --app, MODULE:...) in `cwd` with `env`'s PYTHONPATH: what
-    decides which modules it imported.  Started on first use, closed at exit;
-    it forks on request (nothing ahead)."""
+    the child's --app, MODULE:..., or "" for a server of the framework
+    alone, whose children import the app's module themselves) in `cwd`
+    with `env`'s PYTHONPATH: what decides which modules it imported.
+    Started on first use, closed at exit; it forks on request (nothing ahead)."""
     key = (child_module, app.partition(":")[0], cwd, env.get("PYTHONPATH", ""))
     return shared_server(APP_SERVER, ahead=0, arguments=(child_module, app), env=env, cwd=cwd,
                          what="the app fork server", key=key)  # fmt: skip

@@ -37,6 +37,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import create_model
 
+from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework
 from faultlab.lab.apps.callorder import CallOrder
 from faultlab.lab.apps.lgstate import read_thread, to_history
 from faultlab.lab.apps.script import (
@@ -234,32 +235,12 @@ class CheckpointProbe(BaseCheckpointSaver[str]):
         self.put_writes(config, writes, task_id, task_path)
 
 
-class AppSpecError(Exception):
-    """The --app spec names no usable LangGraph app (a usage error, exit 2)."""
-
-
 def _app(spec: str) -> tuple[Any, Any, str]:
     """The factory of MODULE:FACTORY, the module's `before_resume` (or
     None) and the state key holding its conversation (`messages_key`,
     default `messages`)."""
-    module_name, _, name = spec.rpartition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name is not None and module_name.startswith(error.name):
-            raise AppSpecError(f"no module named {module_name} (faultlab imports it with the "
-                               "working directory on PYTHONPATH)") from None  # fmt: skip
-        raise AppSpecError(f"importing {module_name} failed: {error}") from None
-    except Exception as error:
-        raise AppSpecError(f"importing {module_name} raised {type(error).__name__}: "
-                           f"{error}") from None  # fmt: skip
-    if hasattr(module, "load_history") and hasattr(module, "save_history"):
-        raise AppSpecError(f"{module_name} defines load_history and save_history: this module "
-                           "defines a pydantic-ai app; use pydantic-ai:MODULE:FACTORY")  # fmt: skip
-    factory = getattr(module, name, None)
-    if not callable(factory):
-        raise AppSpecError(f"{module_name} defines no factory {name}(*, model, tools, "
-                           "checkpointer)")  # fmt: skip
+    module, factory = import_app(spec, "langgraph", takes="model, tools, checkpointer")
+    module_name = module.__name__
     key = getattr(module, "messages_key", "messages")
     if not isinstance(key, str) or not key:
         raise AppSpecError(f"{module_name}.messages_key must be a state key (a string), "
@@ -276,9 +257,7 @@ def _built(factory: Any, name: str, checkpointer: CheckpointProbe, **given: Any)
         raise AppSpecError(f"{name}(model=..., tools=..., checkpointer=...) raised "
                            f"{type(error).__name__}: {error}") from None  # fmt: skip
     kind = f"{type(graph).__module__}.{type(graph).__qualname__}"
-    if kind.startswith("pydantic_ai."):
-        raise AppSpecError(f"{name} returned a pydantic-ai {type(graph).__name__}: this module "
-                           "defines a pydantic-ai app; use pydantic-ai:MODULE:FACTORY")  # fmt: skip
+    refuse_other_framework(graph, name, "langgraph")
     if hasattr(graph, "compile") and not hasattr(graph, "get_state"):
         raise AppSpecError(f"{name} returned an uncompiled {type(graph).__name__}: return "
                            "builder.compile(checkpointer=checkpointer)")  # fmt: skip

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import inspect
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -35,6 +34,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework
 from faultlab.lab.apps.oastate import to_history
 from faultlab.lab.apps.script import (
     ChildCase,
@@ -150,12 +150,11 @@ class SessionProbe(SessionABC):
 
 
 def _module(app: str) -> tuple[ModuleType, Callable[..., Any]]:
-    module_name, _, name = app.rpartition(":")
-    module = importlib.import_module(module_name)
+    module, factory = import_app(app, "openai-agents")
     if not callable(getattr(module, "make_session", None)):
-        raise SystemExit(f"faultlab: {module_name} defines no make_session(session_id, path): "
-                         "an openai-agents app provides its own Session")  # fmt: skip
-    return module, getattr(module, name)
+        raise AppSpecError(f"{module.__name__} defines no make_session(session_id, path): "
+                           "an openai-agents app provides its own Session")  # fmt: skip
+    return module, factory
 
 
 def preload(app: str) -> None:
@@ -211,7 +210,8 @@ async def _drive(args: argparse.Namespace) -> int:
     extra = {"session": session} if "session" in inspect.signature(factory).parameters else {}
     agent = factory(model=ScriptedModel(scenario, gate), tools=tools, **extra)
     if not isinstance(agent, Agent):
-        raise SystemExit(f"faultlab: {args.app} returned {type(agent).__name__}, not an Agent")
+        refuse_other_framework(agent, args.app.rpartition(":")[2], "openai-agents")
+        raise AppSpecError(f"{args.app} returned {type(agent).__name__}, not an Agent")
     make_context = getattr(module, "make_context", None)
     context = make_context() if callable(make_context) else None
     try:
@@ -241,7 +241,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.oachild", argv, modes=MODES,
                            actions=("resume", "resend", "hook", "read"),
                            store="the session's database path")  # fmt: skip
-    return asyncio.run(_drive(args))
+    try:
+        return asyncio.run(_drive(args))
+    except AppSpecError as error:  # one line, the usage exit (the lab refuses the run)
+        print(f"faultlab: --app openai-agents:{args.app}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

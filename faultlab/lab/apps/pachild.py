@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,6 +34,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework
 from faultlab.lab.apps.pastate import to_history
 from faultlab.lab.apps.script import (
     ChildCase,
@@ -140,13 +140,12 @@ async def _turn(agent: Any, store: HistoryProbe, prompt: str | None,
 
 
 def _module(app: str) -> tuple[ModuleType, Callable[..., Any]]:
-    module_name, _, name = app.rpartition(":")
-    module = importlib.import_module(module_name)
+    module, factory = import_app(app, "pydantic-ai")
     for needed in ("load_history", "save_history"):
         if not callable(getattr(module, needed, None)):
-            raise SystemExit(f"faultlab: {module_name} defines no {needed}(path, ...): a "
-                             "pydantic-ai app provides its own history store")  # fmt: skip
-    return module, getattr(module, name)
+            raise AppSpecError(f"{module.__name__} defines no {needed}(path, ...): a "
+                               "pydantic-ai app provides its own history store")  # fmt: skip
+    return module, factory
 
 
 def _deps(module: ModuleType) -> Any:
@@ -186,6 +185,7 @@ async def _drive(args: argparse.Namespace) -> int:
     scenario, gate, before_resume = case.scenario, case.gate, case.before_resume
     tools = [_tool(t, scenario, gate, case.ledger) for t in scenario.tools]
     agent = factory(model=scripted_model(scenario, gate), tools=tools)
+    refuse_other_framework(agent, args.app.rpartition(":")[2], "pydantic-ai")
     store = HistoryProbe(module, Path(args.db), gate, args.fail)
     deps = _deps(module)
     first = args.from_turn
@@ -214,7 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.pachild", argv, modes=SAVE_POLICIES,
                            actions=("resume", "resend", "hook", "repair", "read"),
                            store="the history store's path")  # fmt: skip
-    return asyncio.run(_drive(args))
+    try:
+        return asyncio.run(_drive(args))
+    except AppSpecError as error:  # one line, the usage exit (the lab refuses the run)
+        print(f"faultlab: --app pydantic-ai:{args.app}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

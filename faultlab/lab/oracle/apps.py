@@ -45,6 +45,12 @@ def _started(records: Sequence[GateRecord]) -> list[str]:
     return [str(r["callId"]) for r in records if r.get("boundary") == "tool/started"]
 
 
+def _rejected(records: Sequence[GateRecord]) -> set[str]:
+    """Calls the scripted tool rejected before their effect (`retry_if`)."""
+    return {str(r["callId"]) for r in records
+            if r.get("boundary") == "tool/returned" and r.get("rejected")}  # fmt: skip
+
+
 def _rerun_safe(scenario: Scenario) -> set[str]:
     """The tools a re-run cannot harm, the same for every check: read-only,
     idempotent, or taking the call's idempotency key (a re-run of the same
@@ -91,13 +97,21 @@ def check_app(o: AppObservation) -> list[Violation]:
     unknown = [c for c in dict.fromkeys(started)
                if c not in durable_results and tool_of.get(c) not in safe]  # fmt: skip
     again = set(_started(o.resume))
+    with_effect = {str(r.get("callId")) for r in o.ledger}
     for call in unknown:
         if call in again:
+            # Judged by what the app could know (nothing durable said the
+            # outcome), never by the world's luck: a call the tool rejected
+            # before any effect ran again harmlessly this time only.
+            harmless = call in _rejected(o.crash) and call not in with_effect
             out.append(Violation("UNKNOWN_OUTCOME_RERUN",
                                  f"{call} ({tool_of[call]}) had started and its result was not "
                                  "durable, and the app's next run ran it again without telling "
-                                 "the model",
-                                 {"callId": call}))  # fmt: skip
+                                 "the model"
+                                 + (" (the tool had rejected it before any effect, so no harm "
+                                    "this time; the app could not know that)" if harmless
+                                    else ""),
+                                 {"callId": call, "effectApplied": not harmless}))  # fmt: skip
     keyed = {t.name for t in o.scenario.tools if t.accepts_idempotency_key}
     expected = _effects(o.reference_ledger, keyed)
     applied = _effects(o.ledger, keyed)

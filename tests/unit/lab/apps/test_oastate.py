@@ -49,5 +49,7 @@ def test_the_child_preloads_the_app_and_nothing_else() -> None:
 
     oachild.preload("openai-agents:examples.openai_agents_refund:build_agent")
     assert "examples.openai_agents_refund" in sys.modules
-    with pytest.raises(SystemExit, match="make_session"):
+    from faultlab.lab.apps.appspec import AppSpecError
+
+    with pytest.raises(AppSpecError, match="make_session"):
         oachild.preload("faultlab.recipes.guidance:guidance")  # no session

@@ -85,5 +85,7 @@ def test_the_child_preloads_the_app_and_nothing_else() -> None:
 
     pachild.preload("pydantic-ai:examples.pydantic_ai_refund:build_agent")
     assert "examples.pydantic_ai_refund" in sys.modules
-    with pytest.raises(SystemExit, match="load_history"):
+    from faultlab.lab.apps.appspec import AppSpecError
+
+    with pytest.raises(AppSpecError, match="load_history"):
         pachild.preload("faultlab.recipes.guidance:guidance")  # no history store

@@ -146,3 +146,40 @@ def test_effects_are_counted_by_idempotency_key() -> None:
     other = {**CHARGE, "callId": "c2", "key": "c2"}
     assert _codes(_obs(scenario=KEYED, ledger=(keyed, other),
                        reference_ledger=(keyed,))) == ["SIDE_EFFECT_DUPLICATED"]  # fmt: skip
+
+
+def _rejected() -> dict[str, Any]:
+    return {"boundary": "tool/returned", "n": 1, "callId": "c1", "tool": "charge_card",
+            "rejected": True}  # fmt: skip
+
+
+def test_a_rerun_of_a_call_rejected_before_any_effect_is_still_a_rerun() -> None:
+    # The tool rejected c1 before its effect (`retry_if`: the gate saw the
+    # rejection, the ledger holds no effect), the kill came before the
+    # rejection was durable, and the next run ran c1 again without telling
+    # the model.  The app could not know the call had no effect: the same
+    # decision double-charges when the body got further, so it is judged
+    # (docs/decisions.md), with the evidence that no harm was done this time.
+    crash = (_started(), _rejected())
+    violations = check_app(_obs(crash=crash, resume=(_started(2),), ledger=(), reference_ledger=()))
+    assert [v.code for v in violations] == ["UNKNOWN_OUTCOME_RERUN"]
+    assert violations[0].evidence["effectApplied"] is False
+    assert "rejected it before any effect" in violations[0].message
+    # A call with an effect in the ledger is not said to be harmless.
+    applied = check_app(_obs(crash=crash, resume=(_started(2),), ledger=(CHARGE,)))
+    assert applied[0].evidence["effectApplied"] is True
+
+
+def test_a_call_rejected_before_any_effect_and_answered_is_not_a_rerun() -> None:
+    # The other way: the app's repair answered the rejected call (outcome
+    # unknown) instead of running it, or the rejection itself was durable;
+    # nothing ran it again, so nothing is judged.
+    crash = (_started(), _rejected())
+    answer = Message("tool", "TOOL_OUTCOME_UNKNOWN: verify first.", (), "c1", True)
+    final = History((USER, ASK, answer, Message("assistant", "ok")))
+    assert _codes(_obs(crash=crash, style="hook", final=final, ledger=(),
+                       reference_ledger=())) == []  # fmt: skip
+    rejection = Message("tool", "amount refused, call again", (), "c1", True)
+    durable = History((USER, ASK, rejection))
+    assert _codes(_obs(crash=crash, resume=(_started(2),), durable_at_kill=durable,
+                       ledger=(), reference_ledger=())) == []  # fmt: skip

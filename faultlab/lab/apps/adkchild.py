@@ -16,7 +16,6 @@ import asyncio
 import inspect
 import sys
 import threading
-import traceback
 from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -38,7 +37,7 @@ from google.genai import types
 from pydantic import PrivateAttr
 
 from faultlab.lab.apps.adkstate import to_history
-from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework
+from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework, run_child
 from faultlab.lab.apps.script import (
     ChildCase,
     StoreWrites,
@@ -368,15 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.adkchild", argv, modes=MODES,
                            actions=("resume", "resend", "hook", "read"),
                            store="the SessionService's SQLite database")  # fmt: skip
-    try:
-        return asyncio.run(_drive(args))
-    except AppSpecError as error:  # one line, the usage exit (the lab refuses the run)
-        print(f"faultlab: --app google-adk:{args.app}: {error}", file=sys.stderr)
-        return 2
-    except Exception as error:  # the app's: its traceback, then one line that names it
-        traceback.print_exc()
-        print(f"faultlab: the app raised {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
+    return run_child("google-adk", args.app, lambda: asyncio.run(_drive(args)))
 
 
 if __name__ == "__main__":

@@ -5,17 +5,21 @@
 # make_session, ADK's make_session_service), never from names the user
 # chose.  Framework-neutral: every app child imports it, none of the
 # frameworks is imported here.  A refusal is an `AppSpecError`, which each
-# child prints as one line and exits 2 on (the lab refuses the run).
+# child prints as one line and exits 2 on (the lab refuses the run):
+# `run_child` is every child's way to end.
 from __future__ import annotations
 
 import importlib
 import inspect
+import sys
+import traceback
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 __all__ = [
     "AppSpecError", "framework_of", "import_app", "module_frameworks", "refuse_other_framework",
+    "run_child",
 ]  # fmt: skip
 
 # The package an object's class comes from -> (its framework, what it is).
@@ -36,6 +40,23 @@ _CONTRACTS = (
 
 class AppSpecError(Exception):
     """The --app spec names no usable app of its framework (exit 2)."""
+
+
+def run_child(framework: str, app: str, drive: Callable[[], int]) -> int:
+    """An app child's exit status from its `drive`: a bad spec is one line
+    naming it and exit 2 (the lab refuses the run); whatever the app raised
+    is its traceback, then one line that names it, and exit 1."""
+    try:
+        return drive()
+    except AppSpecError as error:
+        print(f"faultlab: --app {framework}:{app}: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:
+        traceback.print_exc()
+        notes = " ".join(str(note) for note in getattr(error, "__notes__", ()))
+        print(f"faultlab: the app raised {type(error).__name__}: {error}"
+              + (f" ({notes})" if notes else ""), file=sys.stderr)  # fmt: skip
+        return 1
 
 
 def framework_of(value: Any) -> str | None:

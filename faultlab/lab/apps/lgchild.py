@@ -14,7 +14,6 @@ import inspect
 import sqlite3
 import sys
 import threading
-import traceback
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextvars import ContextVar
@@ -37,7 +36,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import create_model
 
-from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework
+from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework, run_child
 from faultlab.lab.apps.callorder import CallOrder
 from faultlab.lab.apps.lgstate import read_thread, to_history
 from faultlab.lab.apps.script import (
@@ -303,21 +302,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.lgchild", argv, modes=("async", "exit", "sync"),
                            actions=("resume", "resend", "hook"),
                            store="the SqliteSaver's database")  # fmt: skip
-    try:
-        _drive(args)
-    except AppSpecError as error:  # one line, the usage exit (the lab refuses the run)
-        print(f"faultlab: --app langgraph:{args.app}: {error}", file=sys.stderr)
-        return 2
-    except Exception as error:  # the app's: its traceback, then one line that names it
-        traceback.print_exc()
-        notes = " ".join(getattr(error, "__notes__", ()))
-        print(f"faultlab: the app raised {type(error).__name__}: {error}"
-              + (f" ({notes})" if notes else ""), file=sys.stderr)  # fmt: skip
-        return 1
-    return 0
+    return run_child("langgraph", args.app, lambda: _drive(args))
 
 
-def _drive(args: Any) -> None:
+def _drive(args: Any) -> int:
     scenario = load_scenario(args.scenario)
     gate = GateClient(args.gate)
     ledger = LedgerWriter(args.ledger)
@@ -351,6 +339,7 @@ def _drive(args: Any) -> None:
         graph.invoke({key: [HumanMessage(scenario.turns[turn].user)]}, config,
                      durability=args.durability)  # fmt: skip
         gate.reach("invoke/end", turn=turn)
+    return 0
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework
+from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework, run_child
 from faultlab.lab.apps.oastate import to_history
 from faultlab.lab.apps.script import (
     ChildCase,
@@ -241,11 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.oachild", argv, modes=MODES,
                            actions=("resume", "resend", "hook", "read"),
                            store="the session's database path")  # fmt: skip
-    try:
-        return asyncio.run(_drive(args))
-    except AppSpecError as error:  # one line, the usage exit (the lab refuses the run)
-        print(f"faultlab: --app openai-agents:{args.app}: {error}", file=sys.stderr)
-        return 2
+    return run_child("openai-agents", args.app, lambda: asyncio.run(_drive(args)))
 
 
 if __name__ == "__main__":

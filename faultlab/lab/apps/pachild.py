@@ -34,7 +34,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework
+from faultlab.lab.apps.appspec import AppSpecError, import_app, refuse_other_framework, run_child
 from faultlab.lab.apps.pastate import to_history
 from faultlab.lab.apps.script import (
     ChildCase,
@@ -214,11 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.pachild", argv, modes=SAVE_POLICIES,
                            actions=("resume", "resend", "hook", "repair", "read"),
                            store="the history store's path")  # fmt: skip
-    try:
-        return asyncio.run(_drive(args))
-    except AppSpecError as error:  # one line, the usage exit (the lab refuses the run)
-        print(f"faultlab: --app pydantic-ai:{args.app}: {error}", file=sys.stderr)
-        return 2
+    return run_child("pydantic-ai", args.app, lambda: asyncio.run(_drive(args)))
 
 
 if __name__ == "__main__":

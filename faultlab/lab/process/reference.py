@@ -27,9 +27,8 @@ from faultlab.lab.process.syscalls import (
     traced_argv,
 )
 from faultlab.lab.process.target import Mode, Target, session_files
-from faultlab.lab.process.tracecache import CachedRun, TraceCache, trace_cache
+from faultlab.lab.process.tracecache import CachedRun, cache_and_key
 from faultlab.lab.process.tracefork import CANNOT_ATTACH, Tracer, attach
-from faultlab.lab.process.tracekey import trace_key
 from faultlab.lab.read.stores import LogStore, store_for
 from faultlab.lab.read.view import LogView
 from faultlab.probe import ENV_TRACED
@@ -309,7 +308,9 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
     session = where / "session"
     strace, note = _tracing(options)
     store = store_of(options, scenario)
-    cache, key = _cache_of(options, scenario_path, store.backend, strace)
+    cache, key = (cache_and_key(options.target, scenario_path, backend=store.backend,
+                                spawn=options.spawn, strace=strace)
+                  if options.trace_cache else (None, None))  # fmt: skip
     if cache is not None and key is not None:
         cached = cache.load(key, where, store.backend)
         served = _served(cached, scenario_path, scenario, options, session) if cached else None
@@ -361,21 +362,6 @@ def run_reference(scenario_path: str, scenario: Scenario, options: LabOptions) -
     if cache is not None and key is not None and traced_clean and reference.returncode == 0:
         cache.store(key, where, _cached_run(reference), store.backend)
     return reference
-
-
-def _cache_of(
-    options: LabOptions, scenario_path: str, backend: str, strace: str | None
-) -> tuple[TraceCache | None, str | None]:
-    """The cache of traced runs and this run's key, where a traced run is
-    wanted and the cache is on."""
-    if strace is None or not options.trace_cache:
-        return None, None
-    cache = trace_cache()
-    if cache is None:
-        return None, None
-    key = trace_key(options.target, scenario_path, backend=backend, spawn=options.spawn,
-                    strace=strace)  # fmt: skip
-    return cache, key
 
 
 def _cached_run(reference: Reference) -> CachedRun:

@@ -29,9 +29,10 @@ import orjson
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.process.probereport import ProbeReport, report_problem
 from faultlab.lab.process.records import LedgerRecord, ledger_record
-from faultlab.lab.process.tracekey import FORMAT
+from faultlab.lab.process.target import Target
+from faultlab.lab.process.tracekey import FORMAT, trace_key
 
-__all__ = ["ENV_TRACE_CACHE", "CachedRun", "TraceCache", "trace_cache"]
+__all__ = ["ENV_TRACE_CACHE", "CachedRun", "TraceCache", "cache_and_key", "trace_cache"]
 
 ENV_TRACE_CACHE = "FAULTLAB_TRACE_CACHE"
 _OFF = ("off", "0", "no", "false")
@@ -287,3 +288,16 @@ def trace_cache() -> TraceCache | None:
             raise LabUsageError(f"{ENV_TRACE_CACHE}={chosen!r}: expected off or an absolute folder")
     with _caches_lock:
         return _caches.setdefault(folder, TraceCache(folder))
+
+
+def cache_and_key(
+    target: Target, scenario_path: str, *, backend: str, spawn: str, strace: str | None
+) -> tuple[TraceCache | None, str | None]:
+    """The cache of traced runs and this run's key, where a traced run is
+    wanted (`strace` found) and the cache is on; (None, None) otherwise."""
+    if strace is None:
+        return None, None
+    cache = trace_cache()
+    if cache is None:
+        return None, None
+    return cache, trace_key(target, scenario_path, backend=backend, spawn=spawn, strace=strace)

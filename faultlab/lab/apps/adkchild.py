@@ -21,7 +21,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import orjson
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.apps import App
 from google.adk.errors import StaleSessionError
@@ -44,6 +43,8 @@ from faultlab.lab.apps.script import (
     argument_names,
     call_id,
     child_arguments,
+    reading,
+    reading_error,
     request_problem,
     run_tool_body,
     scripted_step,
@@ -282,11 +283,10 @@ async def read_session(module: ModuleType, store: Path, out: Path) -> int:
             await _close(service)
         events = list(session.events) if session is not None else []
         contents = _contents_json([e.content for e in events if e.content])
-        reading: dict[str, Any] = {"count": len(events),
-                                   "history": to_history(contents).to_json()}  # fmt: skip
+        answer = reading(len(events), to_history(contents))
     except Exception as error:  # whatever the app's service raises is the verdict's evidence
-        reading = {"error": f"{type(error).__name__}: {error}"[:2000]}
-    out.write_bytes(orjson.dumps(reading))
+        answer = reading_error(error)
+    out.write_bytes(answer)
     return 0
 
 

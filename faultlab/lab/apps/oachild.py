@@ -42,6 +42,8 @@ from faultlab.lab.apps.script import (
     argument_names,
     call_id,
     child_arguments,
+    reading,
+    reading_error,
     request_problem,
     run_tool_body,
     scripted_step,
@@ -183,11 +185,10 @@ async def read_session(module: ModuleType, store: Path, out: Path) -> int:
             items = list(await session.get_items())
         finally:
             await _close(session)
-        reading: dict[str, Any] = {"count": len(items),
-                                   "history": to_history(items).to_json()}  # fmt: skip
+        answer = reading(len(items), to_history(items))
     except Exception as error:  # whatever the app's session raises is the verdict's evidence
-        reading = {"error": f"{type(error).__name__}: {error}"[:2000]}
-    out.write_bytes(orjson.dumps(reading))
+        answer = reading_error(error)
+    out.write_bytes(answer)
     return 0
 
 

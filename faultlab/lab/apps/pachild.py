@@ -20,7 +20,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import orjson
 from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import (
@@ -42,6 +41,8 @@ from faultlab.lab.apps.script import (
     argument_names,
     call_id,
     child_arguments,
+    reading,
+    reading_error,
     request_problem,
     run_tool_body,
     scripted_step,
@@ -162,11 +163,10 @@ def read_store(module: ModuleType, store: Path, out: Path) -> int:
     the lab says STORE_UNREADABLE instead of reading it as empty."""
     try:
         messages = list(module.load_history(store))
-        reading: dict[str, Any] = {"count": len(messages),
-                                   "history": to_history(messages).to_json()}  # fmt: skip
+        answer = reading(len(messages), to_history(messages))
     except Exception as error:  # whatever the app's loader raises is the verdict's evidence
-        reading = {"error": f"{type(error).__name__}: {error}"[:2000]}
-    out.write_bytes(orjson.dumps(reading))
+        answer = reading_error(error)
+    out.write_bytes(answer)
     return 0
 
 

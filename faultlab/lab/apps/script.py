@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import orjson
+
 from faultlab.lab.read.histories import History, pairing_problems
 from faultlab.lab.servers.gate import GateClient
 from faultlab.lab.servers.ledger import LedgerWriter
@@ -21,8 +23,16 @@ from faultlab.scenario import Scenario, load_scenario
 from faultlab.scenario.model import Step, ToolSpec
 
 __all__ = [
-    "ChildCase", "StoreWrites", "argument_names", "call_id", "child_arguments",
-    "request_problem", "run_tool_body", "scripted_step",
+    "ChildCase",
+    "StoreWrites",
+    "argument_names",
+    "call_id",
+    "child_arguments",
+    "reading",
+    "reading_error",
+    "request_problem",
+    "run_tool_body",
+    "scripted_step",
 ]  # fmt: skip
 
 
@@ -142,3 +152,15 @@ def child_arguments(prog: str, argv: Sequence[str] | None, *, modes: Sequence[st
     parser.add_argument("--fail", default=None, help="a store write to fail, BOUNDARY#N")
     parser.add_argument("--out", default=None, help="where the `read` action writes its reading")
     return parser.parse_args(argv)
+
+
+def reading(count: int, history: History) -> bytes:
+    """A `read` action's answer (faultlab/lab/apps/storeread.py reads it): how
+    many items the app's own store held, and them as the lab's History."""
+    return orjson.dumps({"count": count, "history": history.to_json()})
+
+
+def reading_error(error: Exception) -> bytes:
+    """A `read` action's answer when the app's own loader raised: the store's
+    error, the verdict's evidence (STORE_UNREADABLE, never an empty store)."""
+    return orjson.dumps({"error": f"{type(error).__name__}: {error}"[:2000]})

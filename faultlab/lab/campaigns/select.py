@@ -120,9 +120,9 @@ class Selection:
             i for i, case_id in enumerate(case_ids)
             if (self.ids is None or case_id in self.ids) and (match is None or match(case_id))
         ]  # fmt: skip
-        return kept if self.sample is None else self._sampled(case_ids, kept)
+        return kept if self.sample is None else self._sampled(case_ids, kept, self.sample)
 
-    def _sampled(self, case_ids: Sequence[str], kept: list[int]) -> list[int]:
+    def _sampled(self, case_ids: Sequence[str], kept: list[int], sample: int) -> list[int]:
         groups: dict[str, list[int]] = {}
         for i in kept:
             scenario, _sep, rest = case_ids[i].partition("::")
@@ -132,10 +132,9 @@ class Selection:
             fault = rest[rest.rfind("[") :] if rest.endswith("]") else ""
             groups.setdefault(f"{scenario}{fault}", []).append(i)
         chosen: set[int] = set()
-        assert self.sample is not None
         for key, members in groups.items():
-            if len(members) <= self.sample:
+            if len(members) <= sample:
                 chosen.update(members)
             else:  # seeded by the group too: the same draw in every run
-                chosen.update(random.Random(f"{self.seed}:{key}").sample(members, self.sample))
+                chosen.update(random.Random(f"{self.seed}:{key}").sample(members, sample))
         return [i for i in kept if i in chosen]

@@ -302,9 +302,9 @@ def run_selftest(
                             parallel=partial(_in_parallel, jobs=jobs),
                             run_case=lambda case, command, backend, where: _quick_case(
                                 case, command, timeout, where, spawn, backend)))  # fmt: skip
-        examples = (zoo.reference_fuzz_quick_examples if quick
-                    else zoo.reference_fuzz_exhaustive_examples or zoo.reference_fuzz_examples
-                    if exhaustive else zoo.reference_fuzz_examples)  # fmt: skip
+        examples = zoo.reference_fuzz_quick_examples if quick else zoo.reference_fuzz_examples
+        if exhaustive and zoo.reference_fuzz_exhaustive_examples is not None:
+            examples = zoo.reference_fuzz_exhaustive_examples
         if examples is not None:
             # The full campaign draws each example's policy among those that
             # promise every guarantee; --quick's stays on semantic (small, and

@@ -163,8 +163,11 @@ class _CaseRig(ServerRig):
                                f"{self.options.timeout:g} s"  # fmt: skip
         finally:
             process.close()
+            # Names the agent looked up, each answered NXDOMAIN in its
+            # network namespace (a vendor's telemetry, an update check).
+            names = {"dns": process.names_looked_up} if process.names_looked_up else {}
             self.gate.note("agent/exit", run=len(outcome.runs), status=run.status,
-                           killed=run.killed)  # fmt: skip
+                           killed=run.killed, **names)  # fmt: skip
         run.answer = _answer(self.gate.snapshot(), len(outcome.runs))
         return run
 

@@ -1,14 +1,59 @@
 # The way out of the tree's network namespace (faultlab/lab/process/reaper.py):
 # 127.0.0.1:PORT inside it relayed to the lab's Unix sockets, one pair of
-# `_End`s per connection, served from the supervisor's select loop.  Stdlib
-# only, no faultlab import: the supervisor runs as `python -I -S`.
+# `_End`s per connection, served from the supervisor's select loop; and the
+# namespace's resolver stub on 127.0.0.1:53, which answers every name
+# NXDOMAIN at once (nothing outside is reachable anyway: an agent whose
+# resolver retries an unreachable server would wait seconds per look-up) and
+# says each distinct name to the lab.  Stdlib only, no faultlab import: the
+# supervisor runs as `python -I -S`.
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is not imported: it costs the supervisor's start time
 if TYPE_CHECKING:
     import socket  # imported where a relay is made: most trees have none (~8 ms a start)
+    from collections.abc import Callable
 
-__all__ = ["_End", "_Relays"]
+__all__ = ["_End", "_Relays", "_nxdomain", "_qname"]
+
+_MAX_NAMES = 64  # distinct names said to the lab: their lines fit in the status pipe
+
+
+def _question_end(query: bytes) -> int:
+    """Where the first question of a DNS query ends (its labels, type and
+    class), or 0 if it is malformed."""
+    at = 12
+    while at < len(query) and at < 12 + 256:
+        size = query[at]
+        if size == 0:
+            return at + 5 if at + 5 <= len(query) else 0
+        if size & 0xC0:  # a compression pointer cannot start a query's name
+            return 0
+        at += 1 + size
+    return 0
+
+
+def _qname(query: bytes) -> str:
+    """The first question's name, lower case ('' if there is none or it is malformed)."""
+    end = _question_end(query) if len(query) >= 12 and query[4:6] != b"\x00\x00" else 0
+    labels, at = [], 12
+    while end and query[at]:
+        labels.append(query[at + 1 : at + 1 + query[at]].decode("ascii", "replace"))
+        at += 1 + query[at]
+    return ".".join(labels).lower()[:255]
+
+
+def _nxdomain(query: bytes) -> bytes | None:
+    """The answer to a DNS query: NXDOMAIN for a standard query (its id,
+    opcode, RD flag and first question echoed), NOTIMP for another opcode,
+    FORMERR if its question is malformed; None for a response or a runt."""
+    if len(query) < 12 or query[2] & 0x80:
+        return None
+    opcode = (query[2] >> 3) & 0x0F
+    end = _question_end(query) if int.from_bytes(query[4:6], "big") >= 1 else 0
+    rcode = 1 if not end else (3 if opcode == 0 else 4)
+    flags = bytes((0x80 | (query[2] & 0x79), 0x80 | rcode))
+    counts = (b"\x00\x01" if end else b"\x00\x00") + b"\x00" * 6
+    return query[:2] + flags + counts + (query[12:end] if end else b"")
 
 
 class _End:
@@ -32,6 +77,43 @@ class _Relays:
     def __init__(self) -> None:
         self.listeners: dict[int, tuple[socket.socket, str]] = {}  # by fd
         self.ends: dict[int, _End] = {}  # by fd
+        self.stub: socket.socket | None = None  # the resolver stub, once started
+        self.names: set[str] = set()
+        self._say: Callable[[str], None] | None = None  # the supervisor's report writer
+
+    def answer_names(self, say: Callable[[str], None]) -> None:
+        """Start the resolver stub on 127.0.0.1:53 (UDP); OSError if it cannot."""
+        import socket
+
+        stub = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            stub.bind(("127.0.0.1", 53))
+        except OSError:
+            stub.close()
+            raise
+        stub.setblocking(False)
+        self.stub, self._say = stub, say
+
+    def _answer(self) -> None:
+        assert self.stub is not None
+        for _ in range(64):  # what is queued now; the loop comes back for more
+            try:
+                query, peer = self.stub.recvfrom(4096)
+            except OSError:
+                return
+            reply = _nxdomain(query)
+            if reply is None:
+                continue
+            try:  # noqa: SIM105
+                self.stub.sendto(reply, peer)
+            except OSError:
+                pass
+            name = _qname(query)
+            if name and name not in self.names and len(self.names) < _MAX_NAMES:
+                self.names.add(name)
+                shown = "".join(c if c.isprintable() and not c.isspace() else "?" for c in name)
+                if self._say is not None:
+                    self._say(f"dns {shown}")
 
     def listen(self, port: int, path: str) -> None:
         import socket
@@ -46,9 +128,13 @@ class _Relays:
     def close_listeners(self) -> None:
         for listener, _path in self.listeners.values():
             listener.close()
+        if self.stub is not None:
+            self.stub.close()
+            self.stub = None
 
     def readers(self) -> list[int]:
-        return list(self.listeners) + [
+        stub = [self.stub.fileno()] if self.stub is not None else []
+        return stub + list(self.listeners) + [
             fd for fd, end in self.ends.items()
             if not end.ended and len(end.peer.pending) < self._ROOM
         ]  # fmt: skip
@@ -58,7 +144,9 @@ class _Relays:
 
     def serve(self, readable: list[int], writable: list[int]) -> None:
         for fd in readable:
-            if fd in self.listeners:
+            if self.stub is not None and fd == self.stub.fileno():
+                self._answer()
+            elif fd in self.listeners:
                 self._accept(*self.listeners[fd])
             elif (end := self.ends.get(fd)) is not None:
                 self._read(end)

@@ -29,8 +29,13 @@ else:  # `python -I -S reaper.py` put this directory on sys.path (reaper.py)
 
 __all__ = ["_spawn"]
 
+_CLONE_NEWNS = 0x00020000
 _CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
+_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
+_RESOLV_CONF = "/etc/resolv.conf"
+_STUB_RESOLV = b"# faultlab: the network namespace's resolver stub (NXDOMAIN for every name)\n" \
+               b"nameserver 127.0.0.1\noptions attempts:1\n"  # fmt: skip
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 
 
@@ -72,7 +77,37 @@ def _enter_network(tree: _Tree, forwards: dict[int, str]) -> bool:
         fcntl.ioctl(probe, _SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | _IFF_UP))
     for port, path in forwards.items():
         tree.relays.listen(port, path)
+    _resolve_here(tree)
     return True
+
+
+def _resolve_here(tree: _Tree) -> None:
+    """Point the agent's resolver at the stub on 127.0.0.1:53 (reaperrelay.py):
+    a private /etc/resolv.conf, bind-mounted in a mount namespace of our own.
+    Nothing changes where the kernel refuses a step: look-ups then fail as
+    they did, slowly for an agent that retries an unreachable server."""
+    import ctypes  # only here, like socket above
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not os.path.isfile(_RESOLV_CONF) or libc.unshare(_CLONE_NEWNS) != 0:
+        return
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return  # shared mounts: a bind mount here would reach the lab's own view
+    try:
+        tree.relays.answer_names(tree.say)
+    except OSError:
+        return
+    path = f"/tmp/faultlab-resolv-{os.getpid()}"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        return
+    try:
+        os.write(fd, _STUB_RESOLV)
+        os.close(fd)
+        libc.mount(path.encode(), _RESOLV_CONF.encode(), None, _MS_BIND, None)
+    finally:
+        os.unlink(path)  # the mount holds the file; no name is left behind
 
 
 def _close_passed() -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 __all__ = ["FREEZER", "REAPER", "StatusPipe", "TreeError"]
 
+_MAX_NAMES = 64  # as the supervisor's resolver stub (reaperrelay.py) says at most
+
 REAPER = Path(__file__).with_name("reaper.py")
 FREEZER = "/sys/fs/cgroup/freezer"  # cgroup v1's freezer hierarchy (this machine's)
 
@@ -34,6 +36,7 @@ class StatusPipe:
         self.code: int | None = None  # the agent's status, once reported
         self.done = False  # the supervisor said "done" or its pipe reached EOF
         self.problems: list[str] = []  # the supervisor's "error" lines
+        self.names: list[str] = []  # names looked up in the tree's network namespace
         self._pipes_lock = threading.Lock()  # writes vs close
         self._closed = False
 
@@ -63,6 +66,8 @@ class StatusPipe:
             self.code = int(line.split()[1])
         elif line.startswith("error "):
             self.problems.append(line[len("error ") :])
+        elif line.startswith("dns ") and len(self.names) < _MAX_NAMES:
+            self.names.append(line[len("dns ") :][:255])
         elif line == "done":
             self.done = True
 

@@ -70,6 +70,12 @@ class ContainedProcess:
         return self._reports.problems if self._reports is not None else []
 
     @property
+    def names_looked_up(self) -> list[str]:
+        """The names the tree looked up in its network namespace, each once,
+        as read so far (the resolver stub answered each NXDOMAIN)."""
+        return list(self._reports.names) if self._reports is not None else []
+
+    @property
     def namespaced(self) -> bool:
         """Whether an exec'd tree has a PID namespace of its own (killed whole
         by the kernel)."""

@@ -38,8 +38,8 @@ from faultlab.lab.campaigns.select import Selection  # noqa: E402
 from faultlab.lab.servers.rig import ServerRig  # noqa: E402
 from faultlab.scenario import load_scenario  # noqa: E402
 
-AGENTS = ("reference", "claude-code", "codex", "openai-agents", "gemini-cli", "opencode",
-          "qwen-code")  # fmt: skip
+AGENTS = ("reference", "claude-code", "claude-agent-sdk", "codex", "openai-agents", "gemini-cli",
+          "opencode", "qwen-code")  # fmt: skip
 TIMEOUT = 180.0
 
 

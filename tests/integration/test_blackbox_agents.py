@@ -35,6 +35,8 @@ FINDINGS = [
     ("openai-agents", "tool/applied#1@0", {"TOOL_INTENT_LOST", "SIDE_EFFECT_DUPLICATED"}, set()),
     ("codex", "tool/applied#1@0", {"REPAIR_MISCLASSIFIED"}, set()),
     ("claude-code", "tool/received#1@0", set(), {"TOOL_INTENT_LOST", "SESSION_NOT_FOUND"}),
+    # The Claude Agent SDK runs the same CLI (its bundled 2.1.332): the same race.
+    ("claude-agent-sdk", "tool/received#1@0", set(), {"TOOL_INTENT_LOST", "SESSION_NOT_FOUND"}),
     # Outcome unknown on resume, with guidance to verify (not in CI: 316 MB).
     ("deepseek-harness", "tool/applied#1@0", set(), set()),
 ]

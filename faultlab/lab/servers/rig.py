@@ -98,10 +98,11 @@ class ServerRig:
     def tool_server(self, scenario_path: str) -> tuple[str, ...]:
         """The command of faultlab's MCP tool server for this case: the
         scenario's tools, writing to the case's ledger, reporting to its gate.
-        `-P`: the agent's working directory (where the agent starts it, and
-        writes what it likes) is not on its path, so no `mcp.py` there
-        shadows the MCP SDK (docs/security.md)."""
-        return (sys.executable, "-P", "-m", "faultlab.lab.servers.mcptools", scenario_path,
+        `-I`: neither the agent's working directory (where the agent starts
+        it, and writes what it likes) nor the PYTHONPATH the agent runs with
+        (a Python agent's own packages, its own `mcp` among them) is on its
+        path, so nothing of the agent's shadows the MCP SDK (docs/security.md)."""
+        return (sys.executable, "-I", "-m", "faultlab.lab.servers.mcptools", scenario_path,
                 "--ledger", str(self.ledger), "--gate", str(self.bridge.path))  # fmt: skip
 
     def outputs(self, name: str) -> tuple[Path, Path]:

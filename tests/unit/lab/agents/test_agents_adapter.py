@@ -59,8 +59,8 @@ def _case(tmp_path: Path) -> CaseVars:
 
 def test_bundled_adapters_load_with_the_documented_names() -> None:
     names = {a.name for a in bundled_adapters()}
-    assert names == {"claude-code", "codex", "openai-agents", "deepseek-harness", "gemini-cli",
-                     "opencode", "qwen-code", "reference"}
+    assert names == {"claude-code", "claude-agent-sdk", "codex", "openai-agents",
+                     "deepseek-harness", "gemini-cli", "opencode", "qwen-code", "reference"}
     assert find_adapter("codex").api == "responses"
     assert find_adapter("claude-code").api == "anthropic"
 

@@ -37,7 +37,7 @@ FINDINGS = [
     ("claude-code", "tool/received#1@0", set(), {"TOOL_INTENT_LOST", "SESSION_NOT_FOUND"}),
     # The Claude Agent SDK runs the same CLI (its bundled 2.1.332): the same race.
     ("claude-agent-sdk", "tool/received#1@0", set(), {"TOOL_INTENT_LOST", "SESSION_NOT_FOUND"}),
-    # Outcome unknown on resume, with guidance to verify (not in CI: 316 MB).
+    # Outcome unknown on resume, with guidance to verify (.ci/run installs its 319 MB).
     ("deepseek-harness", "tool/applied#1@0", set(), set()),
 ]
 

@@ -8,6 +8,7 @@
 # records written to `records.jsonl`.
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -30,6 +31,7 @@ from faultlab.userfiles import read_tail
 __all__ = ["POLL", "Ending", "RigProcess", "ServerRig", "tool_note"]
 
 POLL = 0.005  # seconds between looks at a child and at the gate
+_TOOL_SERVER = "faultlab.lab.servers.mcptools"
 Ending = Literal["exited", "fired", "late"]
 
 
@@ -101,9 +103,16 @@ class ServerRig:
         `-I`: neither the agent's working directory (where the agent starts
         it, and writes what it likes) nor the PYTHONPATH the agent runs with
         (a Python agent's own packages, its own `mcp` among them) is on its
-        path, so nothing of the agent's shadows the MCP SDK (docs/security.md)."""
-        return (sys.executable, "-I", "-m", "faultlab.lab.servers.mcptools", scenario_path,
-                "--ledger", str(self.ledger), "--gate", str(self.bridge.path))  # fmt: skip
+        path, so nothing of the agent's shadows the MCP SDK (docs/security.md).
+        The lab's own PYTHONPATH (faultlab run from a checkout) is put back
+        explicitly, ahead of the rest, as the lab itself imports."""
+        args = (scenario_path, "--ledger", str(self.ledger), "--gate", str(self.bridge.path))
+        own = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+        if not own:
+            return (sys.executable, "-I", "-m", _TOOL_SERVER, *args)
+        boot = (f"import runpy, sys; sys.path[:0] = {own!r}; "
+                f"runpy.run_module({_TOOL_SERVER!r}, run_name='__main__', alter_sys=True)")
+        return (sys.executable, "-I", "-c", boot, *args)
 
     def outputs(self, name: str) -> tuple[Path, Path]:
         """Where child run `name` writes its stdout and its stderr."""

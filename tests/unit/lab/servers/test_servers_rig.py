@@ -3,12 +3,14 @@
 # records it writes, and how it watches a child: exited, fired, or late.
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from faultlab.lab.servers import KillPoint
 from faultlab.lab.servers.rig import ServerRig
@@ -40,7 +42,7 @@ def test_it_owns_the_case_directory_the_gate_and_the_records(tmp_path: Path) -> 
     rig = ServerRig(where, KillPoint("tool/started", 1, 0), timeout=5)
     assert not (where / "stale").exists()
     assert rig.bridge.path.is_socket() and rig.model is None and rig.forward == {}
-    assert rig.tool_server("s.toml")[1:] == ("-P", "-m", "faultlab.lab.servers.mcptools", "s.toml",
+    assert rig.tool_server("s.toml")[1:] == ("-I", "-m", "faultlab.lab.servers.mcptools", "s.toml",
                                              "--ledger", str(where / "world.jsonl"),
                                              "--gate", str(rig.bridge.path))  # fmt: skip
     assert rig.outputs("run1-run") == (where / "run1-run.stdout", where / "run1-run.stderr")
@@ -86,3 +88,26 @@ def test_it_watches_a_child_to_its_exit_the_fired_gate_or_its_deadline(tmp_path:
         assert rig.watch(quick, far, armed=False) == ("exited", 0)  # unarmed: fired is ignored
     finally:
         rig.close()
+
+
+def test_the_tool_server_keeps_the_labs_pythonpath_not_the_agents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The lab's own PYTHONPATH (faultlab from a checkout) is put back inside
+    # an isolated (-I) interpreter; the agent's, given to the process that
+    # starts the tool server, is ignored (a broken `mcptools` there too).
+    repo = str(Path(__file__).resolve().parents[4])
+    monkeypatch.setenv("PYTHONPATH", repo)
+    rig = ServerRig(tmp_path / "case", None, timeout=5)
+    try:
+        command = rig.tool_server("s.toml")
+    finally:
+        rig.close()
+    assert command[1:3] == ("-I", "-c") and repr(repo) in command[3]
+    shadow = tmp_path / "agent-path" / "faultlab"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('the agent shadowed faultlab')\n")
+    env = {**os.environ, "PYTHONPATH": str(shadow.parent)}
+    done = subprocess.run([*command[:4], "--help"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0 and "--ledger" in done.stdout, done.stderr

@@ -165,9 +165,10 @@ class _CaseRig(ServerRig):
             process.close()
             # Names the agent looked up, each answered NXDOMAIN in its
             # network namespace (a vendor's telemetry, an update check).
-            names = {"dns": process.names_looked_up} if process.names_looked_up else {}
+            names = process.names_looked_up
+            looked_up = {"dns": names} if names else {}
             self.gate.note("agent/exit", run=len(outcome.runs), status=run.status,
-                           killed=run.killed, **names)  # fmt: skip
+                           killed=run.killed, **looked_up)  # fmt: skip
         run.answer = _answer(self.gate.snapshot(), len(outcome.runs))
         return run
 

@@ -13,14 +13,16 @@ if TYPE_CHECKING:
     import socket  # imported where a relay is made: most trees have none (~8 ms a start)
     from collections.abc import Callable
 
-__all__ = ["_End", "_Relays", "_nxdomain", "_qname"]
+__all__ = ["MAX_NAMES", "_End", "_Relays", "_nxdomain", "_qname"]
 
-_MAX_NAMES = 64  # distinct names said to the lab: their lines fit in the status pipe
+MAX_NAMES = 64  # distinct names said to the lab: their lines fit in the status pipe
 
 
 def _question_end(query: bytes) -> int:
     """Where the first question of a DNS query ends (its labels, type and
-    class), or 0 if it is malformed."""
+    class), or 0 if it has none or it is malformed."""
+    if len(query) < 12 or query[4:6] == b"\x00\x00":
+        return 0
     at = 12
     while at < len(query) and at < 12 + 256:
         size = query[at]
@@ -34,7 +36,7 @@ def _question_end(query: bytes) -> int:
 
 def _qname(query: bytes) -> str:
     """The first question's name, lower case ('' if there is none or it is malformed)."""
-    end = _question_end(query) if len(query) >= 12 and query[4:6] != b"\x00\x00" else 0
+    end = _question_end(query)
     labels, at = [], 12
     while end and query[at]:
         labels.append(query[at + 1 : at + 1 + query[at]].decode("ascii", "replace"))
@@ -49,7 +51,7 @@ def _nxdomain(query: bytes) -> bytes | None:
     if len(query) < 12 or query[2] & 0x80:
         return None
     opcode = (query[2] >> 3) & 0x0F
-    end = _question_end(query) if int.from_bytes(query[4:6], "big") >= 1 else 0
+    end = _question_end(query)
     rcode = 1 if not end else (3 if opcode == 0 else 4)
     flags = bytes((0x80 | (query[2] & 0x79), 0x80 | rcode))
     counts = (b"\x00\x01" if end else b"\x00\x00") + b"\x00" * 6
@@ -109,7 +111,7 @@ class _Relays:
             except OSError:
                 pass
             name = _qname(query)
-            if name and name not in self.names and len(self.names) < _MAX_NAMES:
+            if name and name not in self.names and len(self.names) < MAX_NAMES:
                 self.names.add(name)
                 shown = "".join(c if c.isprintable() and not c.isspace() else "?" for c in name)
                 if self._say is not None:

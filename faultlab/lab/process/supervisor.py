@@ -13,9 +13,9 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["FREEZER", "REAPER", "StatusPipe", "TreeError"]
+from faultlab.lab.process.reaperrelay import MAX_NAMES
 
-_MAX_NAMES = 64  # as the supervisor's resolver stub (reaperrelay.py) says at most
+__all__ = ["FREEZER", "REAPER", "StatusPipe", "TreeError"]
 
 REAPER = Path(__file__).with_name("reaper.py")
 FREEZER = "/sys/fs/cgroup/freezer"  # cgroup v1's freezer hierarchy (this machine's)
@@ -66,7 +66,7 @@ class StatusPipe:
             self.code = int(line.split()[1])
         elif line.startswith("error "):
             self.problems.append(line[len("error ") :])
-        elif line.startswith("dns ") and len(self.names) < _MAX_NAMES:
+        elif line.startswith("dns ") and len(self.names) < MAX_NAMES:
             self.names.append(line[len("dns ") :][:255])
         elif line == "done":
             self.done = True

@@ -2,7 +2,8 @@
 # --repeats N`): agents persist asynchronously, so one kill point can pass in
 # one run and lose work in the next.  The outcomes are counted by the set of
 # codes each run gave, each share with its Wilson score interval (95 %), so a
-# row of the stability table says how sure it is, not only what it saw.
+# row of the stability table says how sure it is, not only what it saw; the
+# table itself (`stability_markdown`) is made by benchmarks/agent_stability.py.
 from __future__ import annotations
 
 import math
@@ -10,7 +11,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Outcome", "repeated_outcomes", "wilson_interval"]
+__all__ = ["STABILITY_END", "STABILITY_START", "Outcome", "StabilityRow", "repeated_outcomes",
+           "stability_markdown", "wilson_interval"]
 
 _Z95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
 
@@ -53,3 +55,40 @@ def repeated_outcomes(codes_per_run: Sequence[Sequence[str]]) -> list[Outcome]:
     ordered = sorted(counted.items(), key=lambda item: (-item[1], bool(item[0]), item[0]))
     return [Outcome(codes, count, runs, *wilson_interval(count, runs))
             for codes, count in ordered]  # fmt: skip
+
+
+STABILITY_START = (
+    "<!-- stability:start (python3 benchmarks/agent_stability.py --write docs/agents.md) -->"
+)
+STABILITY_END = "<!-- stability:end -->"
+
+
+@dataclass(frozen=True, slots=True)
+class StabilityRow:
+    """One kill point of one agent, repeated: what each run gave."""
+
+    agent: str
+    version: str
+    scenario: str
+    kill_point: str
+    fault: str
+    codes_per_run: tuple[tuple[str, ...], ...]
+
+    def outcomes(self) -> list[Outcome]:
+        return repeated_outcomes(self.codes_per_run)
+
+
+def stability_markdown(rows: Sequence[StabilityRow]) -> str:
+    """The stability table: a row per (agent, scenario, kill point, fault),
+    its outcomes the most frequent first, each with its 95 % interval."""
+    lines = ["| agent | version | scenario | kill point | fault | runs | outcomes (95% interval) |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for row in sorted(rows, key=lambda r: (r.agent, r.scenario, r.kill_point, r.fault)):
+        told = "; ".join(
+            f"{' + '.join(f'`{c}`' for c in o.codes) or 'pass'} {o.count}/{o.runs} "
+            f"({o.low:.0%}-{o.high:.0%})"
+            for o in row.outcomes()
+        )
+        lines.append(f"| {row.agent} | {row.version} | {row.scenario} | `{row.kill_point}` | "
+                     f"{row.fault} | {len(row.codes_per_run)} | {told} |")  # fmt: skip
+    return "\n".join(lines) + "\n"

@@ -97,14 +97,17 @@ def findings_markdown(findings: Sequence[Finding]) -> str:
     return "\n".join([*summary, "", *rows]) + "\n"
 
 
-def write_findings(document: Path, markdown: str) -> None:
-    """Replace the table between the markers in `document` (atomically)."""
+def write_findings(document: Path, markdown: str, *,
+                   markers: tuple[str, str] = (FINDINGS_START, FINDINGS_END)) -> None:  # fmt: skip
+    """Replace the table between `markers` (the findings table's unless
+    told) in `document`, atomically."""
+    opening, closing = markers
     text = document.read_text(encoding="utf-8")
-    start, end = text.find(FINDINGS_START), text.find(FINDINGS_END)
+    start, end = text.find(opening), text.find(closing)
     if start < 0 or end < start:
-        raise LabUsageError(f"{document}: no findings markers ({FINDINGS_START} ... "
-                            f"{FINDINGS_END})")  # fmt: skip
-    new = text[: start + len(FINDINGS_START)] + "\n\n" + markdown + "\n" + text[end:]
+        kind = "findings " if markers == (FINDINGS_START, FINDINGS_END) else ""
+        raise LabUsageError(f"{document}: no {kind}markers ({opening} ... {closing})")
+    new = text[: start + len(opening)] + "\n\n" + markdown + "\n" + text[end:]
     temporary = document.with_suffix(document.suffix + ".tmp")
     temporary.write_text(new, encoding="utf-8")
     temporary.replace(document)

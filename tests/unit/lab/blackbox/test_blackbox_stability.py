@@ -1,14 +1,26 @@
 # The outcomes of a black-box case repeated (`run --agent --repeats N`):
 # counted by the set of codes each run gave, with the Wilson 95 % interval
 # of each share (checked against values computed by hand), and `run
-# --repeats` refused where it does not apply.
+# --repeats` refused where it does not apply; the stability table of
+# docs/agents.md made from such rows and rewritten between its markers.
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from faultlab.cli import main
-from faultlab.lab.blackbox.stability import repeated_outcomes, wilson_interval
+from faultlab.lab.blackbox.stability import (
+    STABILITY_END,
+    STABILITY_START,
+    StabilityRow,
+    repeated_outcomes,
+    stability_markdown,
+    wilson_interval,
+)
+from faultlab.lab.errors import LabUsageError
+from faultlab.lab.report.findings import write_findings
 
 
 def test_wilson_interval_matches_hand_computed_values() -> None:
@@ -36,3 +48,19 @@ def test_run_repeats_is_refused_for_a_drive_it_does_not_apply_to() -> None:
                                        "--repeats", "3"])  # fmt: skip
     assert result.exit_code == 2
     assert "--repeats does not apply to the classic drive" in result.output
+
+
+def test_the_stability_table_gives_each_outcome_its_interval(tmp_path: Path) -> None:
+    row = StabilityRow("codex", "0.171.0", "payment", "tool/applied#1@0ms", "sigkill",
+                       (("REPAIR_MISCLASSIFIED",), (), ("REPAIR_MISCLASSIFIED",)))  # fmt: skip
+    table = stability_markdown([row])
+    assert ("| codex | 0.171.0 | payment | `tool/applied#1@0ms` | sigkill | 3 | "
+            "`REPAIR_MISCLASSIFIED` 2/3 (21%-94%); pass 1/3 (6%-79%) |") in table  # fmt: skip
+    doc = tmp_path / "agents.md"
+    doc.write_text(f"intro\n{STABILITY_START}\nold\n{STABILITY_END}\nrest\n")
+    write_findings(doc, table, markers=(STABILITY_START, STABILITY_END))
+    text = doc.read_text()
+    assert "old" not in text and "2/3 (21%-94%)" in text
+    assert text.endswith(f"{STABILITY_END}\nrest\n")
+    with pytest.raises(LabUsageError, match="no markers"):
+        write_findings(tmp_path / "agents.md", table, markers=("<!-- a -->", "<!-- b -->"))

@@ -29,34 +29,19 @@ from faultlab.userfiles import (
     read_bytes,
 )
 
-__all__ = [
-    "API_KINDS",
-    "BUNDLED_DIR",
-    "INSTALL_KINDS",
-    "READERS",
-    "Adapter",
-    "CaseVars",
-    "FileSpec",
-    "InstallSpec",
-    "Launch",
-    "SessionSpec",
-    "bundled_adapters",
-    "find_adapter",
-    "load_adapter",
-    "parse_adapter",
-    "platform_variables",
-    "render",
-    "write_files",
-]
+__all__ = ["API_KINDS", "BUNDLED_DIR", "INSTALL_KINDS", "READERS", "Adapter", "CaseVars",
+           "FileSpec", "InstallSpec", "Launch", "SessionSpec", "bundled_adapters", "find_adapter",
+           "load_adapter", "parse_adapter", "platform_variables", "render", "write_files"]
 
 Api = Literal["anthropic", "chat", "responses", "gemini"]
-InstallKind = Literal["npm", "pip", "builtin"]
+InstallKind = Literal["npm", "pip", "builtin", "local"]
 API_KINDS: tuple[Api, ...] = ("anthropic", "chat", "responses", "gemini")
-INSTALL_KINDS: tuple[InstallKind, ...] = ("npm", "pip", "builtin")
+# `local`: an app of the user's own, set up by them beside its adapter file.
+INSTALL_KINDS: tuple[InstallKind, ...] = ("npm", "pip", "builtin", "local")
 # The session-log readers faultlab.lab.read.agentlogs has (`faultlab-log`:
 # faultlab's own log format, read by faultlab.lab.read.jsonl).
 READERS = ("claude-code", "codex", "openai-agents-sqlite", "deepseek-harness", "gemini-cli",
-           "qwen-code", "opencode-sqlite", "faultlab-log")
+           "qwen-code", "opencode-sqlite", "openai-chat-jsonl", "faultlab-log")
 BUNDLED_DIR = Path(__file__).resolve().parent / "bundled"
 APPS_DIR = Path(__file__).resolve().parent / "apps"
 # The MCP server's name in every config (Claude Code's tools: mcp__faultlab__X).
@@ -80,9 +65,10 @@ _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 @dataclass(frozen=True, slots=True)
 class InstallSpec:
     """How the agent gets onto the machine: `packages` are pinned specs
-    (npm `name@version`, pip `name==version`; none for `builtin`), `binary`
-    the executable's path relative to the install directory (for `builtin`,
-    a template such as `{python}`)."""
+    (npm `name@version`, pip `name==version`; none for `builtin` and
+    `local`), `binary` the executable's path relative to the install directory
+    (for `local`, the adapter file's folder; for `builtin`, a template such as
+    `{python}`)."""
 
     kind: InstallKind
     packages: tuple[str, ...]
@@ -281,7 +267,10 @@ def _install(c: _Checker, table: Any, version: str) -> InstallSpec:
     packages = table.get("packages", [])
     if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
         raise c.fail("packages", "must be a list of pinned package specs", "install")
-    if kind != "builtin":
+    if kind == "local" and packages:
+        raise c.fail("packages", "a local app installs nothing (its own setup, e.g. npm ci, "
+                     "is yours): leave packages out", "install")  # fmt: skip
+    if kind in ("npm", "pip"):
         if not packages:
             raise c.fail("packages", f"a {kind} install needs at least one package", "install")
         pin = "==" if kind == "pip" else "@"

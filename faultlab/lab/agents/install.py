@@ -2,7 +2,8 @@
 # pin, into a cache directory of their own (one directory per name and
 # version, so two versions live side by side and findings name theirs):
 # npm packages with npm (they ship native binaries in platform packages),
-# pip ones with `pip install --target`.  Nothing here runs an agent.  An
+# pip ones with `pip install --target`; a `local` app (the user's own) is
+# found beside its adapter file, never installed.  Nothing here runs an agent.  An
 # install fills `NAME-VERSION.partial` first, which names its owner: a failed
 # install removes it, and a killed one's is removed by the next `agents`
 # command (its owner is gone); one whose owner still runs is another install.
@@ -51,6 +52,13 @@ def agents_dir() -> Path:
 
 
 def install_dir(adapter: Adapter, *, root: Path | None = None) -> Path:
+    """Where the agent is installed; a `local` app (the user's own) lives
+    where its adapter file is."""
+    if adapter.install.kind == "local":
+        if adapter.source == "<string>":
+            raise LabUsageError(f"agent {adapter.name}: a local app's adapter must be a file "
+                                "(its binary is found beside it)")  # fmt: skip
+        return Path(adapter.source).resolve().parent
     return (root or agents_dir()) / f"{adapter.name}-{adapter.version}"
 
 
@@ -89,6 +97,14 @@ def install(adapter: Adapter, *, root: Path | None = None, force: bool = False,
     killed install never leaves a half-filled directory that looks installed."""
     if adapter.install.kind == "builtin":
         return Path(sys.executable)
+    if adapter.install.kind == "local":  # the user's own app: set up by them, never by faultlab
+        found = installed(adapter)
+        if found is None:
+            raise LabUsageError(f"{adapter.name} is an app of your own: faultlab installs "
+                                f"nothing, and its binary {adapter.install.binary!r} is not in "
+                                f"{install_dir(adapter)}")  # fmt: skip
+        say(f"{adapter.name} {adapter.version}: an app of your own, {found}")
+        return found
     final = install_dir(adapter, root=root)
     remove_partial(final.parent)  # a killed install's leftovers
     found = installed(adapter, root=root)

@@ -2,8 +2,10 @@
 # a kill), into the lab's one conversation shape (read/histories.py), so the
 # report can show it next to what the resumed agent sent: Claude Code's
 # project JSONL, Codex's rollout JSONL, the OpenAI Agents SDK's SQLiteSession
-# and deepseek-harness's zstd-compressed JSONL (only where a zstd decoder is
-# importable: optional); Gemini CLI's, Qwen Code's and opencode's are in
+# deepseek-harness's zstd-compressed JSONL (only where a zstd decoder is
+# importable: optional) and a JSONL of OpenAI Chat Completions messages, the
+# plain format an app of a team's own may keep (examples/node_agent_app/);
+# Gemini CLI's, Qwen Code's and opencode's are in
 # read/clilogs.py.  A killed agent leaves a torn last line: it is
 # skipped, and counted, never an error.
 from __future__ import annotations
@@ -23,13 +25,14 @@ from faultlab.lab.read.agentlogbase import (
 )
 from faultlab.lab.read.clilogs import read_gemini_cli, read_opencode_sqlite, read_qwen_code
 from faultlab.lab.read.userreaders import is_user_reader, user_history
-from faultlab.lab.read.wire import history_from_anthropic, history_from_responses
+from faultlab.lab.read.wire import history_from_anthropic, history_from_chat, history_from_responses
 from faultlab.userfiles import MAX_LOG_BYTES, UserFileError, read_bytes
 
 __all__ = [
     "AGENT_READERS",
     "AgentLog",
     "read_agent_log",
+    "read_chat_jsonl",
     "read_claude_code",
     "read_codex",
     "read_deepseek_harness",
@@ -58,6 +61,15 @@ def read_codex(data: bytes, path: str = "<codex>") -> AgentLog:
     items = [r["payload"] for r in records
              if r.get("type") == "response_item" and isinstance(r.get("payload"), dict)]
     history, bad = parsed_history(history_from_responses, "input", items)
+    return AgentLog(path, history, skipped + bad)
+
+
+def read_chat_jsonl(data: bytes, path: str = "<openai-chat-jsonl>") -> AgentLog:
+    """One OpenAI Chat Completions message per line (`role` user, assistant
+    with `tool_calls`, tool with `tool_call_id`; system messages left out),
+    in the order the app appended them."""
+    records, skipped = jsonl_records(data)
+    history, bad = parsed_history(history_from_chat, "messages", records)
     return AgentLog(path, history, skipped + bad)
 
 
@@ -129,6 +141,7 @@ AGENT_READERS: dict[str, Callable[[Path], AgentLog]] = {
     "gemini-cli": _file_reader(read_gemini_cli),
     "qwen-code": _file_reader(read_qwen_code),
     "opencode-sqlite": read_opencode_sqlite,
+    "openai-chat-jsonl": _file_reader(read_chat_jsonl),
 }
 
 

@@ -111,3 +111,24 @@ def test_bad_session_fields_are_one_line(line: str, why: str) -> None:
         parse_adapter(TOY + line + "\n", source="toy.toml")
     assert str(caught.value).startswith("toy.toml:")
     assert "field 'session." in str(caught.value) and why in str(caught.value)
+
+
+LOCAL = TOY.replace('kind = "builtin"\nbinary = "{python}"', 'kind = "local"\nbinary = "app.mjs"')
+
+
+def test_a_local_app_is_found_beside_its_adapter_and_never_installed(tmp_path: Path) -> None:
+    from faultlab.lab.agents.install import install, install_dir, installed
+
+    path = tmp_path / "toy.toml"
+    path.write_text(LOCAL)
+    adapter = load_adapter(path)
+    assert adapter.install.kind == "local" and install_dir(adapter) == tmp_path
+    assert installed(adapter) is None
+    with pytest.raises(LabUsageError, match="an app of your own: faultlab installs nothing"):
+        install(adapter)
+    (tmp_path / "app.mjs").write_text("// the app\n")
+    assert installed(adapter) == install(adapter) == tmp_path / "app.mjs"
+    with pytest.raises(LabUsageError, match="a local app's adapter must be a file"):
+        install_dir(parse_adapter(LOCAL))
+    with pytest.raises(LabUsageError, match=r"field 'install\.packages': a local app installs"):
+        parse_adapter(LOCAL.replace('kind = "local"', 'kind = "local"\npackages = ["x@1"]'))

@@ -12,6 +12,7 @@ import pytest
 from faultlab.lab.errors import LabUsageError
 from faultlab.lab.read.agentlogs import (
     read_agent_log,
+    read_chat_jsonl,
     read_claude_code,
     read_codex,
     read_deepseek_harness,
@@ -163,3 +164,24 @@ def test_tool_names_and_reader_errors(tmp_path: Path) -> None:
         read_agent_log("codex", tmp_path / "absent.jsonl")
     with pytest.raises(LabUsageError, match="read_log_file"):
         read_agent_log("faultlab-log", tmp_path / "x")
+
+
+def test_a_chat_messages_jsonl_reads_as_the_app_appended_it(tmp_path: Path) -> None:
+    # examples/node_agent_app's session: one Chat Completions message per line.
+    log = tmp_path / "session.jsonl"
+    log.write_bytes(_jsonl(
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "Charge card 4242"},
+        {"role": "assistant", "content": "Charging.", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "charge_card", "arguments": '{"card": "4242"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "charged"},
+        {"role": "robot", "content": "not a chat message"},
+    ) + b'{"role": "assistant", "cont')  # fmt: skip
+    read = read_agent_log("openai-chat-jsonl", log)
+    assert [m.role for m in read.history.messages] == ["user", "assistant", "tool"]
+    assert [(c.name, c.arguments) for c in read.history.calls()] == [
+        ("charge_card", {"card": "4242"})]
+    assert read.history.results()["call_1"].text == "charged"
+    assert read.skipped == 2  # the unknown role and the torn last line
+    assert read_chat_jsonl(b"").history.messages == ()

@@ -55,7 +55,7 @@ from faultlab.scenario import Scenario
 from faultlab.scenario.model import ToolSpec
 
 __all__ = ["APP_NAME", "MODES", "SESSION_ID", "USER_ID", "ScriptedLlm", "SessionServiceProbe",
-           "main", "preload"]  # fmt: skip
+           "crashed_invocation", "main", "preload", "resumable"]  # fmt: skip
 
 MODES = ("run",)
 APP_NAME = "faultlab"
@@ -307,12 +307,42 @@ def _runner(built: Any, name: str, module: ModuleType, service: BaseSessionServi
     raise AppSpecError(f"{name} returned {type(built).__name__}, not an ADK Agent or App")
 
 
-async def _run(runner: Runner, text: str, gate: GateClient, turn: int) -> None:
+async def _run(runner: Runner, text: str, gate: GateClient, turn: int, *,
+               invocation: str | None = None) -> None:  # fmt: skip
+    """One turn: `run_async` with the user's message, or (`invocation`)
+    ADK's resumption of that stored invocation, with no new message."""
     message = types.Content(role="user", parts=[types.Part(text=text)])
-    async for _event in runner.run_async(user_id=USER_ID, session_id=SESSION_ID,
-                                         new_message=message):  # fmt: skip
+    events = (runner.run_async(user_id=USER_ID, session_id=SESSION_ID, new_message=message)
+              if invocation is None else
+              runner.run_async(user_id=USER_ID, session_id=SESSION_ID,
+                               invocation_id=invocation))  # fmt: skip
+    async for _event in events:
         pass
     gate.reach("invoke/end", turn=turn)
+
+
+def resumable(runner: Runner) -> bool:
+    """Whether ADK resumes this app's invocations: an `App` built with
+    `ResumabilityConfig(is_resumable=True)`."""
+    config = runner.resumability_config
+    return config is not None and config.is_resumable
+
+
+async def crashed_invocation(service: BaseSessionService, app_name: str, text: str) -> str | None:
+    """The invocation the killed process was running, read from the stored
+    session's events: the newest event's invocation, when that invocation
+    stored the user's message `text` (the turn being resumed); None when
+    the turn's invocation never stored its message (there is nothing of it
+    to resume: the message is sent again, as every style does then)."""
+    session = await service.get_session(app_name=app_name, user_id=USER_ID,
+                                        session_id=SESSION_ID)  # fmt: skip
+    events = [e for e in session.events if e.invocation_id] if session is not None else []
+    if not events:
+        return None
+    newest = events[-1].invocation_id
+    said = ["".join(p.text or "" for p in e.content.parts or ()) for e in events
+            if e.invocation_id == newest and e.author == "user" and e.content]  # fmt: skip
+    return newest if text in said else None
 
 
 async def _drive(args: argparse.Namespace) -> int:
@@ -338,16 +368,27 @@ async def _drive(args: argparse.Namespace) -> int:
                                    session_id=SESSION_ID) is None:  # fmt: skip
             await service.create_session(app_name=app_name, user_id=USER_ID,
                                          session_id=SESSION_ID)  # fmt: skip
+        if resumable(runner):
+            gate.note("app/resumable")  # the lab plans the `invocation` style only then
         first = args.from_turn
         if args.action != "run":
-            # ADK's way back into a session: run it again on the same id with
+            # ADK's ways back into a session: run it again on the same id with
             # the user's message (resend; `resume`, the framework's own, which
-            # a second writer uses, is the same); hook: the app's repair first.
-            gate.note("app/resume", style=args.action, turn=first)
+            # a second writer uses, is the same); hook: the app's repair first;
+            # invocation: a resumable app's stored invocation resumed by id.
+            text = scenario.turns[first].user
+            invocation = None
+            if args.action == "invocation":
+                if not resumable(runner):
+                    raise AppSpecError(f"{name} is not resumable: the invocation resume "
+                                       "style needs an App with "
+                                       "ResumabilityConfig(is_resumable=True)")  # fmt: skip
+                invocation = await crashed_invocation(inner, app_name, text)
+            gate.note("app/resume", style=args.action, turn=first, invocation=invocation)
             if args.action == "hook" and before_resume is not None:
                 await _maybe(before_resume(inner, app_name=app_name, user_id=USER_ID,
                                            session_id=SESSION_ID))  # fmt: skip
-            await _run(runner, scenario.turns[first].user, gate, first)
+            await _run(runner, text, gate, first, invocation=invocation)
             first += 1
         for turn in range(first, len(scenario.turns)):
             gate.note("app/turn", turn=turn)
@@ -365,7 +406,7 @@ async def _drive(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = child_arguments("faultlab.lab.apps.adkchild", argv, modes=MODES,
-                           actions=("resume", "resend", "hook", "read"),
+                           actions=("resume", "resend", "hook", "invocation", "read"),
                            store="the SessionService's SQLite database")  # fmt: skip
     return run_child("google-adk", args.app, lambda: asyncio.run(_drive(args)))
 

@@ -48,6 +48,7 @@ __all__ = [
     "parse_app",
     "plan_app_points",
     "run_app_reference",
+    "style_refusal",
 ]
 
 DURABILITIES = ("exit", "async", "sync")
@@ -73,13 +74,16 @@ _STORES = {"langgraph": "checkpoints.sqlite", "pydantic-ai": "history.json",
 # resend: the user sends their last message again; hook: the app's
 # `before_resume` (its installed repair), then the framework's resume;
 # repair (pydantic-ai): the framework's own `repair_messages`, then the
-# message again, as pydantic-ai tells an app to.
-RESUME_STYLES = ("resume", "resend", "hook", "repair")
-_STYLES = {"langgraph": ("resume", "resend", "hook"), "pydantic-ai": RESUME_STYLES,
+# message again, as pydantic-ai tells an app to; invocation (ADK): a
+# resumable App's crashed invocation resumed by its id, no new message.
+RESUME_STYLES = ("resume", "resend", "hook", "repair", "invocation")
+_STYLES = {"langgraph": ("resume", "resend", "hook"),
+           "pydantic-ai": ("resume", "resend", "hook", "repair"),
            "openai-agents": ("resume", "resend", "hook"),
            # ADK goes back into a session by running it again on its id
-           # with the user's message: resend is its resume.
-           "google-adk": ("resend", "hook")}  # fmt: skip
+           # with the user's message: resend is its resume; a resumable App
+           # also resumes an invocation by its id.
+           "google-adk": ("resend", "hook", "invocation")}  # fmt: skip
 # The boundaries of a store's writes (checkpoints, pending writes, a saved history).
 WRITES = ("checkpoint/put", "checkpoint/writes", "history/save")
 # The write every run of a framework's app must reach (its coverage case).
@@ -280,18 +284,35 @@ def run_app_reference(scenario_path: str, scenario: Scenario, options: AppOption
     )  # fmt: skip
 
 
+def style_refusal(reference: Reference, options: AppOptions, style: str) -> str | None:
+    """Why the app's cases cannot run in resume `style` (None: they can):
+    a style its framework does not offer, `hook` without the module's
+    `before_resume`, `invocation` without a resumable ADK `App` (as the
+    fault-free run's child noted)."""
+    if style not in _STYLES[options.framework]:
+        return (f"resume style {style!r}: {options.framework} apps offer "
+                f"{', '.join(_STYLES[options.framework])}")  # fmt: skip
+    facts = {r.get("fact") for r in reference.trace}
+    if style == "hook" and "app/hook" not in facts:
+        return f"resume style 'hook': {options.target}'s module defines no before_resume"
+    if style == "invocation" and "app/resumable" not in facts:
+        return (f"resume style 'invocation': {options.target} is not resumable (ADK resumes an "
+                "invocation by its id only in an App built with "
+                "resumability_config=ResumabilityConfig(is_resumable=True))")  # fmt: skip
+    return None
+
+
 def plan_app_points(
     reference: Reference, options: AppOptions, fault: str, *,
     where: tuple[str, ...] | None = None, styles: tuple[str, ...] | None = None,
 ) -> list[Case]:  # fmt: skip
     """The cases of `fault` (its name): every boundary occurrence of the
     fault-free run (of a boundary in `where`, when given) with every resume
-    style the framework offers and `options` plans (`hook` only where the
-    app has a `before_resume`), or with `styles` alone when given."""
+    style the framework offers and `options` plans (`style_refusal`: `hook`
+    only where the app has a `before_resume`, `invocation` only where it is
+    resumable), or with `styles` alone when given."""
     if styles is None:
-        hooked = any(r.get("fact") == "app/hook" for r in reference.trace)
-        offered = _STYLES[options.framework]
-        styles = tuple(s for s in options.styles if s in offered and (s != "hook" or hooked))
+        styles = tuple(s for s in options.styles if style_refusal(reference, options, s) is None)
     cases = []
     for occurrence in dict.fromkeys(reference.occurrences):
         if occurrence.startswith("invoke/end") and occurrence != reference.occurrences[-1]:

@@ -11,7 +11,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from faultlab.lab.apps.drive import MODES, STORE_WRITES, AppOptions, run_app_reference
+from faultlab.lab.apps.drive import (
+    MODES,
+    STORE_WRITES,
+    AppOptions,
+    run_app_reference,
+    style_refusal,
+)
 from faultlab.lab.apps.faults import APP_FAULTS, app_fault
 from faultlab.lab.drives.protocol import PlanContext, coverage_result
 from faultlab.lab.errors import LabUsageError
@@ -140,6 +146,12 @@ class AppDrive:
             raise LabUsageError(f"{case.occurrence}: the fault-free run of {self.options.app} "
                                 f"never reached it (it reached "
                                 f"{len(set(reference.occurrences))} occurrence(s))")  # fmt: skip
+        # A case asked in a style the app cannot resume in is refused, never
+        # run into a false alarm (an explore plans only the styles it can).
+        style = case.fault.split("/")[1] if case.fault.count("/") == 2 else ""
+        refusal = style_refusal(reference, self.options, style) if style == "invocation" else None
+        if refusal:
+            raise LabUsageError(refusal)
 
     def kill_all(self) -> None:
         kill_all()

@@ -136,10 +136,32 @@ def check_app(o: AppObservation) -> list[Violation]:
     if o.style in ("hook", "repair"):
         out.extend(_classification(o, set(started), safe))
     out.extend(_dispatch_after_failure(o.crash))
+    waiting = _left_waiting(o.final) if o.resume_status == 0 else []
+    if waiting:
+        # A recovery that ends without answering the call the thread stops
+        # on (ADK's resumption waits on it as on a long-running call): the
+        # turn never gets its answer, and nothing will ever send the response.
+        out.append(Violation("RESUME_FAILED",
+                             "the recovery exited 0 with the thread ending on "
+                             f"{', '.join(waiting)} unanswered: it stopped waiting for a "
+                             "response nothing will send, and the turn never got its answer",
+                             {"calls": waiting}))  # fmt: skip
     if o.resume_status != 0 and not rejected and not out:
         out.append(Violation("RESUME_FAILED", f"the recovery exited {o.resume_status}: "
                              f"{o.resume_stderr.strip().splitlines()[-1:]}"))  # fmt: skip
     return out
+
+
+def _left_waiting(final: History) -> list[str]:
+    """The calls the thread ends on without an answer: those of its last
+    message other than a tool result, when that is the model's, that no
+    result after it answers."""
+    messages = final.messages
+    last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role != "tool"), None)
+    if last is None or messages[last].role != "assistant":
+        return []
+    answered = {m.call_id for m in messages[last + 1:]}
+    return [c.id for c in messages[last].calls if c.id not in answered]
 
 
 def _dispatch_after_failure(crash: Sequence[GateRecord]) -> list[Violation]:

@@ -72,6 +72,17 @@ def test_the_frameworks_own_interrupted_answer_is_misclassified() -> None:
     assert _codes(_obs(style="repair", final=final, crash=())) == ["REPAIR_MISCLASSIFIED"]
 
 
+def test_a_recovery_that_ends_waiting_on_the_call_failed_to_resume() -> None:
+    # ADK's invocation resumption that stops at a stored call (as on a
+    # long-running one): it exits 0, nothing is charged again, and the
+    # thread ends on the call, which nothing will ever answer.
+    stalled = _obs(crash=(), final=History((USER, ASK)))
+    assert _codes(stalled) == ["RESUME_FAILED"]
+    assert "c1" in check_app(stalled)[0].message
+    answered = History((USER, ASK, Message("tool", "charged", (), "c1")))
+    assert _codes(_obs(crash=(), final=answered)) == []
+
+
 def test_work_after_a_failed_checkpoint_write() -> None:
     crash = ({"fact": "app/ioerror", "at": "checkpoint/put#3"}, _started())
     codes = _codes(_obs(crash=crash))

@@ -7,7 +7,12 @@
 #
 #   python3 benchmarks/agent_stability.py [--agents claude-code,codex,...]
 #       [--scenario PATH] [-k 'tool/'] [--delays 0,200] [--repeats 5]
-#       [--faults sigkill] [--jobs 2] [--write docs/agents.md]
+#       [--faults sigkill] [--jobs 2] [--rows reports/stability-rows.json]
+#       [--write docs/agents.md]
+#
+# The rows are kept in --rows by agent: a later run of some agents replaces
+# theirs and the table is made from every agent's kept rows, so one agent can
+# be measured again (a new version, an adapter change) without the others.
 from __future__ import annotations
 
 import argparse
@@ -16,6 +21,8 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+
+import orjson
 
 from faultlab import lab
 from faultlab.lab.blackbox.stability import (
@@ -44,6 +51,24 @@ def rows_of(agent: str, version: str, results: list[lab.CaseResult]) -> list[Sta
             for (scenario, point, fault), codes in runs.items()]  # fmt: skip
 
 
+def _load(path: Path) -> dict[str, list[StabilityRow]]:
+    if not path.is_file():
+        return {}
+    kept = orjson.loads(path.read_bytes())
+    return {agent: [StabilityRow(r["agent"], r["version"], r["scenario"], r["killPoint"],
+                                 r["fault"], tuple(tuple(c) for c in r["codesPerRun"]))
+                    for r in rows] for agent, rows in kept.items()}  # fmt: skip
+
+
+def _save(path: Path, by_agent: dict[str, list[StabilityRow]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(orjson.dumps({
+        agent: [{"agent": r.agent, "version": r.version, "scenario": r.scenario,
+                 "killPoint": r.kill_point, "fault": r.fault,
+                 "codesPerRun": [list(c) for c in r.codes_per_run]} for r in rows]
+        for agent, rows in sorted(by_agent.items())}, option=orjson.OPT_INDENT_2))  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--agents", default=",".join(_DEFAULT_AGENTS))
@@ -53,10 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--faults", default="sigkill")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--rows", type=Path, default=Path("reports/stability-rows.json"),
+                        help="the rows kept by agent (read, then updated)")
     parser.add_argument("--write", type=Path, help="rewrite the table in this document")
     args = parser.parse_args(argv)
     loaded = lab.load_scenarios([args.scenario])
-    rows: list[StabilityRow] = []
+    by_agent = _load(args.rows)
     for agent in args.agents.split(","):
         adapter = lab.find_adapter(agent)
         started = time.monotonic()
@@ -72,11 +99,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{agent}: the fault-free run failed ({', '.join(codes)}); no rows",
                   file=sys.stderr)  # fmt: skip
             continue
-        found = rows_of(agent, adapter.version, list(explored.results))
-        rows.extend(found)
+        by_agent[agent] = rows_of(agent, adapter.version, list(explored.results))
+        _save(args.rows, by_agent)
         print(f"{agent} {adapter.version}: {len(explored.results)} case(s) in "
               f"{time.monotonic() - started:.0f} s", file=sys.stderr)  # fmt: skip
-    table = stability_markdown(rows)
+    table = stability_markdown([row for rows in by_agent.values() for row in rows])
     print(table)
     if args.write is not None:
         lab.write_findings(args.write, table, markers=(STABILITY_START, STABILITY_END))

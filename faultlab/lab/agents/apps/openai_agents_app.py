@@ -30,6 +30,10 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--mcp-command", required=True)
     parser.add_argument("--mcp-args-json", default="[]", help="the MCP server's argv as JSON")
     parser.add_argument("--prompt", required=True, help="the first prompt or the resume text")
+    # Streamed (Runner.run_streamed), as chat apps run it, so the model's
+    # stream has boundaries of its own (model/chunk) to be killed at.
+    parser.add_argument("--stream", action=argparse.BooleanOptionalAction, default=False,
+                        help="run the turn streamed (Runner.run_streamed)")
     opts = parser.parse_args(argv)
     if not opts.base_url:
         parser.error("--base-url or OPENAI_BASE_URL is required")
@@ -63,8 +67,13 @@ async def _turn(opts: argparse.Namespace) -> str:
                       model=model, mcp_servers=[server])  # fmt: skip
         # The same session id and file on resume: the SDK reloads the history.
         session = SQLiteSession(opts.session_id, opts.db)
-        result = await Runner.run(agent, opts.prompt, session=session)
-        return str(result.final_output)
+        if not opts.stream:
+            done = await Runner.run(agent, opts.prompt, session=session)
+            return str(done.final_output)
+        streamed = Runner.run_streamed(agent, opts.prompt, session=session)
+        async for _event in streamed.stream_events():
+            pass  # the session is written by the SDK as the run goes
+        return str(streamed.final_output)
 
 
 def main(argv: list[str] | None = None) -> int:

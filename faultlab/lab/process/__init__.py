@@ -4,57 +4,64 @@
 # one registry of live processes (live.py); the probe's children (spawn.py),
 # targets, scratch dirs, the environment and the fault-free reference run
 # (reference.py) that later runs must not drift from (drift.py).
+# Every name is imported when first used (exports.py); `drift` is not
+# re-exported: it is also a submodule's name.
 from __future__ import annotations
 
-from faultlab.lab.process.drift import drift, normalized
-from faultlab.lab.process.forkserver import (
-    RUNTIME_SERVER,
-    ForkServer,
-    ForkServerError,
-    shared_server,
-    shared_servers,
-)
-from faultlab.lab.process.reference import (
-    LabOptions,
-    Reference,
-    make_child,
-    read_bytes,
-    read_ledger,
-    run_reference,
-    run_to_exit,
-    slug,
-    store_of,
-    usable_cpus,
-    write_trace,
-)
-from faultlab.lab.process.scratch import (
-    MIN_RAM_FREE,
-    RAM_DIRS,
-    scratch_root,
-)
-from faultlab.lab.process.spawn import (
-    Child,
-    ChildExit,
-    ChildHung,
-    kill_all,
-    signal_group,
-    trimmed_environment,
-)
-from faultlab.lab.process.target import (
-    LEDGER_NAME,
-    LOG_NAME,
-    Mode,
-    Target,
-    bundled_scenarios,
-    check_executable,
-    command_target,
-    reference_target,
-)
-from faultlab.lab.process.tree import (
-    ContainedProcess,
-    TreeError,
-    leftovers,
-)
+from typing import TYPE_CHECKING
+
+from faultlab.lab.process.exports import exports_on_use
+
+if TYPE_CHECKING:
+    from faultlab.lab.process.drift import normalized
+    from faultlab.lab.process.forkserver import (
+        RUNTIME_SERVER,
+        ForkServer,
+        ForkServerError,
+        shared_server,
+        shared_servers,
+    )
+    from faultlab.lab.process.reference import (
+        LabOptions,
+        Reference,
+        make_child,
+        read_bytes,
+        read_ledger,
+        run_reference,
+        run_to_exit,
+        slug,
+        store_of,
+        usable_cpus,
+        write_trace,
+    )
+    from faultlab.lab.process.scratch import (
+        MIN_RAM_FREE,
+        RAM_DIRS,
+        scratch_root,
+    )
+    from faultlab.lab.process.spawn import (
+        Child,
+        ChildExit,
+        ChildHung,
+        kill_all,
+        signal_group,
+        trimmed_environment,
+    )
+    from faultlab.lab.process.target import (
+        LEDGER_NAME,
+        LOG_NAME,
+        Mode,
+        Target,
+        bundled_scenarios,
+        check_executable,
+        command_target,
+        reference_target,
+    )
+    from faultlab.lab.process.tree import (
+        ContainedProcess,
+        TreeError,
+        leftovers,
+    )
 
 __all__ = [
     "LEDGER_NAME",
@@ -76,7 +83,6 @@ __all__ = [
     "bundled_scenarios",
     "check_executable",
     "command_target",
-    "drift",
     "kill_all",
     "leftovers",
     "make_child",
@@ -96,3 +102,20 @@ __all__ = [
     "usable_cpus",
     "write_trace",
 ]
+
+_NAMES = {  # submodule: the names it defines that the package re-exports
+    "drift": "normalized",
+    "forkserver": "RUNTIME_SERVER ForkServer ForkServerError shared_server shared_servers",
+    "reference": (
+        "LabOptions Reference make_child read_bytes read_ledger run_reference "
+        "run_to_exit slug store_of usable_cpus write_trace"
+    ),
+    "scratch": "MIN_RAM_FREE RAM_DIRS scratch_root",
+    "spawn": "Child ChildExit ChildHung kill_all signal_group trimmed_environment",
+    "target": (
+        "LEDGER_NAME LOG_NAME Mode Target bundled_scenarios check_executable "
+        "command_target reference_target"
+    ),
+    "tree": "ContainedProcess TreeError leftovers",
+}
+__getattr__ = exports_on_use(__name__, _NAMES)

@@ -7,13 +7,17 @@
 # left for the agent (docs/mcp-tools.md).  The ground truth of what the tools
 # did is the world ledger, written in the runtime's record format.
 #
-# Start-up is paid per agent process start: the SDK (about half a second of
-# imports) is imported only after the arguments, the scenario, the ledger and
-# the gate socket were checked, so bad input fails at once.
+# Start-up is paid per agent process start: the SDK (about 1.1 CPU-seconds of
+# imports, its package `__init__` pulls its client, server and HTTP stacks
+# whatever is imported from it) is imported only after the arguments, the
+# scenario, the ledger and the gate socket were checked, so bad input fails at
+# once, with the garbage collector off, and then frozen (docs/decisions.md,
+# "The tool server's start-up CPU").
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,8 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     except (LabUsageError, ScenarioError) as exc:
         print(f"faultlab-mcp: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from faultlab.lab.servers.mcpserve import serve  # the SDK: imported once input is good
-
+    gc.disable()  # the SDK's import builds ~550 pydantic classes: nothing to collect meanwhile
+    try:
+        from faultlab.lab.servers.mcpserve import serve  # the SDK: imported once input is good
+    finally:
+        gc.freeze()  # what the imports made lives as long as the process: out of every
+        gc.enable()  # later collection (the one at exit too)
     try:
         asyncio.run(serve(scenario, ledger, gate, gated=options.gate is not None,
                           transport=options.transport, port=options.port,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import sys
 import traceback
@@ -98,6 +99,10 @@ def _failed(exc: Exception) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The MCP SDK's import (about 1.1 CPU-seconds, ~550 pydantic classes) is
+    # done: what it made lives as long as the process, so no later collection
+    # (the one at exit included) walks it again (docs/decisions.md).
+    gc.freeze()
     parser = _parser()
     args = parser.parse_args(argv)
     if not args.model_url:

@@ -21,6 +21,8 @@ pytestmark = pytest.mark.realprocess
 
 REPO = Path(__file__).resolve().parents[2]
 PAYMENT = str(REPO / "scenarios" / "payment.toml")
+# A charge the tool rejects once, then a receipt tool that fails.
+RETRIES = str(REPO / "tests" / "fixtures" / "paapps" / "retries.toml")
 EXAMPLE = "openai-agents:examples.openai_agents_refund"
 FIXTURES = "openai-agents:tests.fixtures.oaapps"
 LOST = {"TOOL_INTENT_LOST", "UNKNOWN_OUTCOME_RERUN", "SIDE_EFFECT_DUPLICATED"}
@@ -63,3 +65,18 @@ def test_an_agents_sdk_app_case(app: str, occurrence: str, fault: str, verdict: 
         final = (case_dir / "final.thread.json").read_text()
         assert "call_0_0_0" in final and "TOOL_OUTCOME_UNKNOWN" in final
         assert len((case_dir / "world.jsonl").read_bytes().splitlines()) == 1
+
+
+def test_a_failing_tool_is_answered_to_the_model(tmp_path: Path) -> None:
+    # The scripted tool's rejection and failure reach the model as the
+    # call's output (a @function_tool's default), so the fault-free run
+    # completes and a case runs: the corrected charge killed in its body,
+    # repaired, passes with one charge.  Raised from the FunctionTool, they
+    # ended the fault-free run (UserError: REFERENCE_FAILED, no case).
+    result = run_app_single(RETRIES, "tool/effect#1", app=f"{EXAMPLE}.repaired:build_agent",
+                            fault="sigkill/hook/run", workdir=tmp_path)  # fmt: skip
+    assert (result.verdict, result.codes) == ("pass", ()), result.violations
+    case_dir = Path(result.artifacts["dir"])
+    final = (case_dir / "final.thread.json").read_text()
+    assert "error: " in final and "the mail server is down" in final
+    assert len((case_dir / "world.jsonl").read_bytes().splitlines()) == 1

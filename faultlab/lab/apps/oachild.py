@@ -116,7 +116,10 @@ def _tool(spec: ToolSpec, scenario: Scenario, gate: GateClient,
         # still at the boundary while the lab decides.
         failed, text = run_tool_body(spec, gate, ledger, str(ctx.tool_call_id), arguments)
         if failed:
-            raise RuntimeError(text)  # the SDK answers the model with the error
+            # Answered to the model as an error, as a @function_tool answers
+            # a failure (its failure_error_function): an exception raised by
+            # a FunctionTool's own on_invoke_tool ends the run (UserError).
+            return f"error: {text}"
         return text
 
     return FunctionTool(name=spec.name, description=f"the scenario's {spec.name} tool",

@@ -8,7 +8,7 @@
 #   python3 benchmarks/agent_stability.py [--agents claude-code,codex,...]
 #       [--scenario PATH] [-k 'tool/'] [--delays 0,200] [--repeats 5]
 #       [--faults sigkill] [--jobs 2] [--rows reports/stability-rows.json]
-#       [--write docs/agents.md]
+#       [--write docs/agents.md] [--from-rows]
 #
 # The rows are kept in --rows by agent: a later run of some agents replaces
 # theirs and the table is made from every agent's kept rows, so one agent can
@@ -81,10 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=Path, default=Path("reports/stability-rows.json"),
                         help="the rows kept by agent (read, then updated)")
     parser.add_argument("--write", type=Path, help="rewrite the table in this document")
+    parser.add_argument("--from-rows", action="store_true",
+                        help="run nothing: make the table from the rows kept in --rows")
     args = parser.parse_args(argv)
     loaded = lab.load_scenarios([args.scenario])
     by_agent = _load(args.rows)
-    for agent in args.agents.split(","):
+    for agent in () if args.from_rows else args.agents.split(","):
         adapter = lab.find_adapter(agent)
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="faultlab-stability-") as scratch:

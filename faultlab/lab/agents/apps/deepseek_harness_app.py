@@ -28,14 +28,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--patch", action="append", default=[], help="a profile patch file")
     parser.add_argument("--prompt", required=True)
+    # The SDK gives the runtime 30 s to initialise (its MCP servers, the
+    # lab's tool server among them, started); on a loaded machine that ran
+    # out and the app exited 1 before its first request, which the lab read
+    # as the agent's failure (DRIFT in a crash run, SESSION_NOT_FOUND in a
+    # resume).  The lab's own --timeout judges a hang, so the app waits longer.
+    parser.add_argument("--initialize-timeout", type=float, default=600.0,
+                        help="seconds the runtime may take to initialise (SDK default: 30)")
     opts = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if not opts.base_url:
         parser.error("--base-url or DEEPSEEK_BASE_URL is required")
     from deepseek_harness import DeepSeekHarness  # type: ignore[import-not-found, unused-ignore]
 
+    harness_options = {"initialize_timeout_seconds": opts.initialize_timeout,
+                       "patches": tuple(opts.patch)}  # fmt: skip
     with DeepSeekHarness(dsh_home=opts.dsh_home, cwd=opts.workdir, base_url=opts.base_url,
                          api_key=os.environ.get("DEEPSEEK_API_KEY", "dummy"), model=opts.model,
-                         patches=tuple(opts.patch)) as harness:  # fmt: skip
+                         **harness_options) as harness:  # fmt: skip
         session = (harness.resume_session(opts.session_id) if opts.resume
                    else harness.start_session(opts.session_id))  # fmt: skip
         result = session.run(opts.prompt)

@@ -14,7 +14,8 @@ run, the wall time of
 Both start their servers and the agent from nothing, so the ratio is what
 faultlab adds to the agent's own run.  Not part of `faultlab bench`.
 
-    python benchmarks/agent_plain.py [--agent NAME ...] [--rounds 3] [--scenario PATH]
+    python benchmarks/agent_plain.py [--agent NAME ...] [--rounds 3] [--warmup 1]
+                                     [--scenario PATH]
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from faultlab.lab.servers.rig import ServerRig  # noqa: E402
 from faultlab.scenario import load_scenario  # noqa: E402
 
 AGENTS = ("reference", "claude-code", "claude-agent-sdk", "codex", "openai-agents", "gemini-cli",
-          "opencode", "qwen-code")  # fmt: skip
+          "opencode", "qwen-code", "deepseek-harness")  # fmt: skip
 TIMEOUT = 180.0
 
 
@@ -80,6 +81,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agent", action="append", help="repeatable; default: every installed")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="untimed runs of each side first (the first run of an agent "
+                             "pays for a cold page cache; default 1)")
     parser.add_argument("--scenario", default=str(ROOT / "scenarios" / "payment.toml"))
     args = parser.parse_args()
     chosen = args.agent or [a for a in AGENTS
@@ -88,6 +92,10 @@ def main() -> int:
     for agent in chosen:
         sides: dict[str, list[float]] = {"faultlab": [], "plain": []}
         notes: list[str] = []
+        for _ in range(args.warmup):
+            for run in (under_faultlab, plain):
+                with tempfile.TemporaryDirectory() as work:
+                    run(agent, args.scenario, Path(work))
         for round_ in range(args.rounds):
             order = ("faultlab", "plain") if round_ % 2 == 0 else ("plain", "faultlab")
             for side in order:

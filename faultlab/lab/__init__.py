@@ -13,8 +13,9 @@
 # Every name is imported when first used (`__getattr__` below).
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from faultlab.lab.process.exports import exports_on_use
 
 if TYPE_CHECKING:
     from faultlab.lab.agents import bundled_adapters, find_adapter, list_agents
@@ -235,128 +236,54 @@ __all__ = [
     "write_selftest_report",
 ]
 
-# name -> the module that defines it, imported on first use: a process that
-# needs one room (the MCP tool server, a fork-server child) pays for that room
-# only, and the fuzzer (Hypothesis) only when fuzzing.
-_ON_USE = {
-    "find_adapter": "faultlab.lab.agents",
-    "adapter_template": "faultlab.lab.agents.scaffold",
-    "check_agent": "faultlab.lab.blackbox.check",
-    "repeated_outcomes": "faultlab.lab.blackbox.stability",
-    "bundled_adapters": "faultlab.lab.agents",
-    "list_agents": "faultlab.lab.agents",
-    "Style": "faultlab.lab.report.console",
-    "use_color": "faultlab.lab.report.console",
-    "progress_text": "faultlab.lab.report.console",
-    "group_failures": "faultlab.lab.report.console",
-    "render_failures": "faultlab.lab.report.console",
-    "render_selftest_problems": "faultlab.lab.report.console",
-    "findings_markdown": "faultlab.lab.report.findings",
-    "read_findings": "faultlab.lab.report.findings",
-    "write_findings": "faultlab.lab.report.findings",
-    "inspect_agent_log": "faultlab.lab.report.agentinspect",
-    "COVERAGE": "faultlab.lab.campaigns.explore",
-    "Case": "faultlab.lab.oracle",
-    "CaseResult": "faultlab.lab.oracle",
-    "CrashLab": "faultlab.lab.campaigns.pytest_glue",
-    "DRIVES": "faultlab.lab.campaigns.api",
-    "ExploreResult": "faultlab.lab.campaigns.explore",
-    "FaultTally": "faultlab.lab.campaigns.explore",
-    "GUARANTEES": "faultlab.lab.oracle",
-    "Inspection": "faultlab.lab.report",
-    "LabOptions": "faultlab.lab.process",
-    "LabUsageError": "faultlab.lab.errors",
-    "MAX_TIMEOUT": "faultlab.lab.errors",
-    "MIN_TIMEOUT": "faultlab.lab.errors",
-    "check_jobs": "faultlab.lab.errors",
-    "check_timeout": "faultlab.lab.errors",
-    "LogEvent": "faultlab.lab.read",
-    "LogView": "faultlab.lab.read",
-    "MergeResult": "faultlab.lab.report",
-    "PluginOptions": "faultlab.lab.campaigns.pytest_glue",
-    "Reference": "faultlab.lab.process",
-    "RunInfo": "faultlab.lab.report",
-    "SUPPORTED_FAULTS": "faultlab.lab.campaigns.api",
-    "ScenarioProblem": "faultlab.lab.campaigns.pytest_glue",
-    "ScenarioRun": "faultlab.lab.campaigns.pytest_glue",
-    "SelftestResult": "faultlab.lab.campaigns.selftest",
-    "SelftestInterrupted": "faultlab.lab.campaigns.selftest",
-    "SelftestRow": "faultlab.lab.campaigns.selftest",
-    "Shard": "faultlab.lab.campaigns.explore",
-    "Verdict": "faultlab.lab.oracle",
-    "Violation": "faultlab.lab.oracle",
-    "Zoo": "faultlab.lab.campaigns.zoo",
-    "ZooVariant": "faultlab.lab.campaigns.zoo",
-    "bundled_scenarios": "faultlab.lab.campaigns.api",
-    "check_coverage": "faultlab.lab.oracle",
-    "check_drive": "faultlab.lab.campaigns.api",
-    "check_report_dir": "faultlab.lab.report",
-    "Interrupted": "faultlab.lab.campaigns.explore",
-    "default_zoo_path": "faultlab.lab.campaigns.zoo",
-    "explain": "faultlab.lab.oracle",
-    "explore_agent": "faultlab.lab.campaigns.api",
-    "explore_paths": "faultlab.lab.campaigns.api",
-    "explore_scenarios": "faultlab.lab.campaigns.api",
-    "fuzz_agent": "faultlab.lab.campaigns.api",
-    "failure_text": "faultlab.lab.campaigns.pytest_glue",
-    "fault_tally": "faultlab.lab.campaigns.explore",
-    "find_case": "faultlab.lab.report",
-    "find_log": "faultlab.lab.read",
-    "format_table": "faultlab.lab.report",
-    "ground_truth_line": "faultlab.lab.report",
-    "inspect_log": "faultlab.lab.report",
-    "load_scenarios": "faultlab.lab.campaigns.api",
-    "load_zoo": "faultlab.lab.campaigns.zoo",
-    "make_target": "faultlab.lab.campaigns.api",
-    "merge_reports": "faultlab.lab.report",
-    "new_run_id": "faultlab.lab.report",
-    "parse_faults": "faultlab.lab.campaigns.api",
-    "parse_shard": "faultlab.lab.campaigns.explore",
-    "plan_scenario": "faultlab.lab.campaigns.pytest_glue",
-    "plugin_options": "faultlab.lab.campaigns.pytest_glue",
-    "read_any": "faultlab.lab.read",
-    "recorded_ids": "faultlab.lab.report",
-    "reference_run": "faultlab.lab.campaigns.api",
-    "run_selftest": "faultlab.lab.campaigns.selftest",
-    "run_agent_case": "faultlab.lab.campaigns.api",
-    "run_app_single": "faultlab.lab.campaigns.api",
-    "make_drive": "faultlab.lab.campaigns.api",
-    "replay_drive": "faultlab.lab.campaigns.api",
-    "Selection": "faultlab.lab.campaigns.select",
-    "last_failed": "faultlab.lab.report.recent",
-    "replay_command": "faultlab.lab.report",
-    "app_matrix": "faultlab.lab.campaigns.appexplore",
-    "by_mode": "faultlab.lab.campaigns.appexplore",
-    "explore": "faultlab.lab.campaigns.engine",
-    "BisectResult": "faultlab.lab.campaigns.bisect",
-    "Lag": "faultlab.lab.campaigns.bisect",
-    "bisect_delays": "faultlab.lab.campaigns.bisect",
-    "fuzz": "faultlab.lab.campaigns.engine",
-    "run_case": "faultlab.lab.campaigns.engine",
-    "DRIVE_NAMES": "faultlab.lab.drives",
-    "Drive": "faultlab.lab.drives",
-    "drive_accepts": "faultlab.lab.drives",
-    "run_single": "faultlab.lab.campaigns.api",
-    "workdir": "faultlab.lab.campaigns.api",
-    "write_report": "faultlab.lab.report",
-    "write_selftest_report": "faultlab.lab.report",
-    "FuzzResult": "faultlab.lab.campaigns.fuzz",
-    "FuzzInterrupted": "faultlab.lab.campaigns.fuzz",
-    "FuzzSettings": "faultlab.lab.campaigns.fuzz",
-    "fuzz_campaign": "faultlab.lab.campaigns.fuzz",
-    "write_fuzz_report": "faultlab.lab.report.fuzz",
+# Each name is imported on first use: a process that needs one room (the MCP
+# tool server, a fork-server child) pays for that room only, and the fuzzer
+# (Hypothesis) only when fuzzing.
+_NAMES = {  # module: the names it defines that the package re-exports
+    "agents": "bundled_adapters find_adapter install_agent list_agents",
+    "faultlab.lab.agents.scaffold": "adapter_template",
+    "faultlab.lab.blackbox.check": "check_agent",
+    "faultlab.lab.blackbox.stability": "repeated_outcomes",
+    "faultlab.lab.campaigns.api": (
+        "DRIVES SUPPORTED_FAULTS bundled_scenarios check_drive explore_agent "
+        "explore_paths explore_scenarios fuzz_agent load_scenarios make_drive make_target "
+        "parse_faults reference_run replay_drive run_agent_case run_app_single run_single "
+        "workdir"
+    ),
+    "faultlab.lab.campaigns.appexplore": "app_matrix by_mode",
+    "faultlab.lab.campaigns.bisect": "BisectResult Lag bisect_delays",
+    "faultlab.lab.campaigns.engine": "explore fuzz run_case",
+    "faultlab.lab.campaigns.explore": (
+        "COVERAGE ExploreResult FaultTally Interrupted Shard fault_tally parse_shard"
+    ),
+    "faultlab.lab.campaigns.fuzz": "FuzzInterrupted FuzzResult FuzzSettings fuzz_campaign",
+    "faultlab.lab.campaigns.pytest_glue": (
+        "CrashLab PluginOptions ScenarioProblem ScenarioRun failure_text plan_scenario "
+        "plugin_options"
+    ),
+    "faultlab.lab.campaigns.select": "Selection",
+    "faultlab.lab.campaigns.selftest": (
+        "SelftestInterrupted SelftestResult SelftestRow run_selftest"
+    ),
+    "faultlab.lab.campaigns.zoo": "Zoo ZooVariant default_zoo_path load_zoo",
+    "drives": "DRIVE_NAMES Drive drive_accepts",
+    "errors": "LabUsageError MAX_TIMEOUT MIN_TIMEOUT check_jobs check_timeout",
+    "oracle": "Case CaseResult GUARANTEES Verdict Violation check_coverage explain",
+    "process": "LabOptions Reference",
+    "read": "LogEvent LogView find_log read_any",
+    "report": (
+        "Inspection MergeResult RunInfo check_report_dir find_case format_table "
+        "ground_truth_line inspect_log merge_reports new_run_id recorded_ids "
+        "replay_command write_report write_selftest_report"
+    ),
+    "faultlab.lab.report.agentinspect": "inspect_agent_log",
+    "faultlab.lab.report.console": (
+        "Style group_failures progress_text render_failures render_selftest_problems "
+        "use_color"
+    ),
+    "faultlab.lab.report.findings": "findings_markdown read_findings write_findings",
+    "faultlab.lab.report.fuzz": "write_fuzz_report",
+    "faultlab.lab.report.recent": "last_failed",
 }
 
-
-# exported name -> its name in the module that defines it
-_RENAMED = {"install_agent": "install"}
-_ON_USE["install_agent"] = "faultlab.lab.agents"
-
-
-def __getattr__(name: str) -> Any:
-    module = _ON_USE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'faultlab.lab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
-    globals()[name] = value
-    return value
+__getattr__ = exports_on_use(__name__, _NAMES, renamed={"install_agent": "install"})

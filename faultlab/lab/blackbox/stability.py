@@ -30,9 +30,16 @@ class Outcome:
 
     @property
     def label(self) -> str:
-        return " + ".join(self.codes) if self.codes else "pass"
+        return self._label("")
 
-    def describe(self) -> str:
+    def _label(self, quote: str) -> str:
+        return " + ".join(f"{quote}{c}{quote}" for c in self.codes) or "pass"
+
+    def describe(self, *, markdown: bool = False) -> str:
+        """"CODE + CODE k/n (95% interval lo-hi)"; for a table cell whose
+        column names the interval, the codes as code and the interval bare."""
+        if markdown:
+            return f"{self._label('`')} {self.count}/{self.runs} ({self.low:.0%}-{self.high:.0%})"
         return (f"{self.label} {self.count}/{self.runs} "
                 f"(95% interval {self.low:.0%}-{self.high:.0%})")  # fmt: skip
 
@@ -84,11 +91,7 @@ def stability_markdown(rows: Sequence[StabilityRow]) -> str:
     lines = ["| agent | version | scenario | kill point | fault | runs | outcomes (95% interval) |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in sorted(rows, key=lambda r: (r.agent, r.scenario, r.kill_point, r.fault)):
-        told = "; ".join(
-            f"{' + '.join(f'`{c}`' for c in o.codes) or 'pass'} {o.count}/{o.runs} "
-            f"({o.low:.0%}-{o.high:.0%})"
-            for o in row.outcomes()
-        )
+        told = "; ".join(o.describe(markdown=True) for o in row.outcomes())
         lines.append(f"| {row.agent} | {row.version} | {row.scenario} | `{row.kill_point}` | "
                      f"{row.fault} | {len(row.codes_per_run)} | {told} |")  # fmt: skip
     return "\n".join(lines) + "\n"

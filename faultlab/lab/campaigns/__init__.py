@@ -5,8 +5,9 @@
 # selftest the zoo), which every command paid at start.
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from faultlab.lab.process.exports import exports_on_use
 
 if TYPE_CHECKING:
     from faultlab.lab.campaigns.api import (
@@ -134,65 +135,30 @@ __all__ = [
     "workdir",
 ]
 
-_HOMES = {
-    "COVERAGE": "faultlab.lab.campaigns.explore",
-    "CrashLab": "faultlab.lab.campaigns.pytest_glue",
-    "DRIVES": "faultlab.lab.campaigns.targets",
-    "DryRuns": "faultlab.lab.campaigns.dryrun",
-    "ExploreResult": "faultlab.lab.campaigns.explore",
-    "GeneratedCase": "faultlab.lab.campaigns.dryrun",
-    "NONDETERMINISTIC": "faultlab.lab.campaigns.determinism",
-    "PluginOptions": "faultlab.lab.campaigns.pytest_glue",
-    "QuickCase": "faultlab.lab.campaigns.zoo",
-    "REFERENCE": "faultlab.lab.campaigns.selftest",
-    "SUPPORTED_FAULTS": "faultlab.lab.campaigns.api",
-    "ScenarioProblem": "faultlab.lab.campaigns.pytest_glue",
-    "ScenarioRun": "faultlab.lab.campaigns.pytest_glue",
-    "SelftestResult": "faultlab.lab.campaigns.selftest",
-    "SelftestRow": "faultlab.lab.campaigns.selftest",
-    "Shard": "faultlab.lab.campaigns.explore",
-    "Zoo": "faultlab.lab.campaigns.zoo",
-    "ZooVariant": "faultlab.lab.campaigns.zoo",
-    "applicable_cases": "faultlab.lab.campaigns.dryrun",
-    "bundled_scenarios": "faultlab.lab.campaigns.api",
-    "check_acp_backend": "faultlab.lab.campaigns.targets",
-    "check_determinism": "faultlab.lab.campaigns.determinism",
-    "check_drive": "faultlab.lab.campaigns.targets",
-    "check_drive_name": "faultlab.lab.campaigns.targets",
-    "check_fault": "faultlab.lab.campaigns.targets",
-    "default_dry_runs": "faultlab.lab.campaigns.dryrun",
-    "default_zoo_path": "faultlab.lab.campaigns.zoo",
-    "explore": "faultlab.lab.campaigns.explore",
-    "explore_paths": "faultlab.lab.campaigns.api",
-    "explore_scenarios": "faultlab.lab.campaigns.api",
-    "failure_text": "faultlab.lab.campaigns.pytest_glue",
-    "fuzz_campaign": "faultlab.lab.campaigns.selftest",
-    "judge_reference": "faultlab.lab.campaigns.selftest",
-    "judge_variant": "faultlab.lab.campaigns.selftest",
-    "load_scenarios": "faultlab.lab.campaigns.api",
-    "load_zoo": "faultlab.lab.campaigns.zoo",
-    "make_target": "faultlab.lab.campaigns.targets",
-    "normalise_lines": "faultlab.lab.campaigns.determinism",
-    "parse_faults": "faultlab.lab.campaigns.targets",
-    "parse_shard": "faultlab.lab.campaigns.explore",
-    "plan_cases": "faultlab.lab.campaigns.explore",
-    "plan_scenario": "faultlab.lab.campaigns.pytest_glue",
-    "plugin_options": "faultlab.lab.campaigns.pytest_glue",
-    "reference_run": "faultlab.lab.campaigns.api",
-    "run_exploration": "faultlab.lab.campaigns.explore",
-    "run_one": "faultlab.lab.campaigns.explore",
-    "run_selftest": "faultlab.lab.campaigns.selftest",
-    "run_single": "faultlab.lab.campaigns.api",
-    "spread_order": "faultlab.lab.campaigns.explore",
-    "tidy_passed": "faultlab.lab.campaigns.explore",
-    "workdir": "faultlab.lab.campaigns.api",
+_NAMES = {  # module: the names it defines that the package re-exports
+    "api": (
+        "SUPPORTED_FAULTS bundled_scenarios explore_paths explore_scenarios "
+        "load_scenarios reference_run run_single workdir"
+    ),
+    "determinism": "NONDETERMINISTIC check_determinism normalise_lines",
+    "dryrun": "DryRuns GeneratedCase applicable_cases default_dry_runs",
+    "explore": (
+        "COVERAGE ExploreResult Shard explore parse_shard plan_cases run_exploration "
+        "run_one spread_order tidy_passed"
+    ),
+    "pytest_glue": (
+        "CrashLab PluginOptions ScenarioProblem ScenarioRun failure_text plan_scenario "
+        "plugin_options"
+    ),
+    "selftest": (
+        "REFERENCE SelftestResult SelftestRow fuzz_campaign judge_reference judge_variant "
+        "run_selftest"
+    ),
+    "targets": (
+        "DRIVES check_acp_backend check_drive check_drive_name check_fault make_target "
+        "parse_faults"
+    ),
+    "zoo": "QuickCase Zoo ZooVariant default_zoo_path load_zoo",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports_on_use(__name__, _NAMES)

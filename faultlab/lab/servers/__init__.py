@@ -31,11 +31,9 @@ __all__ = [
     "parse_kill_point",
 ]
 
-__getattr__ = exports_on_use(
-    __name__,
-    {
-        "gate": "Gate GateBridge GateClient GateClosed",
-        "model": "ModelServer",
-        "points": "BLACKBOX_BOUNDARIES DEFAULT_DELAYS_MS KillPoint parse_kill_point",
-    },
-)
+_NAMES = {  # submodule: the names it defines that the package re-exports
+    "gate": "Gate GateBridge GateClient GateClosed",
+    "model": "ModelServer",
+    "points": "BLACKBOX_BOUNDARIES DEFAULT_DELAYS_MS KillPoint parse_kill_point",
+}
+__getattr__ = exports_on_use(__name__, _NAMES)

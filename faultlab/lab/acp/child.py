@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -126,6 +127,7 @@ class AcpChild:
         self._transport = transport
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
         client = cast(acp.Client, _Client())
+        _quiet_sdk_tracebacks()
         self.conn = acp.connect_to_agent(client, writer, reader, observers=[self._observe])
 
     def _observe(self, event: StreamEvent) -> None:
@@ -287,3 +289,23 @@ def _close_late(done: asyncio.Future[ContainedProcess]) -> None:
     thread of its own: the event loop may be shutting down its executor)."""
     if not done.cancelled() and done.exception() is None:
         threading.Thread(target=done.result().close, name="faultlab-acp-close").start()
+
+
+_SDK_DIR = os.path.dirname(acp.__file__) + os.sep
+
+
+class _SdkTracebacks(logging.Filter):
+    """Drops what the ACP SDK logs with a traceback on the root logger
+    (`logging.exception("Send loop failed")` when an agent exits while a
+    message is being sent): the lab reports the same failure as its verdict
+    (REFERENCE_FAILED, the agent's exit and stderr), and a user must never see
+    a traceback for an agent that misbehaved.  Every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and record.pathname.startswith(_SDK_DIR))
+
+
+def _quiet_sdk_tracebacks() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, _SdkTracebacks) for f in root.filters):
+        root.addFilter(_SdkTracebacks())

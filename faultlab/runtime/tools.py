@@ -1,9 +1,8 @@
-# Scripted tool bodies: latency, nested calls (through the dispatcher, so they
+# Scripted tool bodies: latency (scenario/timing.py), nested calls (through the dispatcher, so they
 # pass the `tools/execute` chain and carry their parent's call id), the side
 # effect in the world ledger, and the scripted result.
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Protocol
 
 from faultlab.probe import PROBE
@@ -11,6 +10,7 @@ from faultlab.runtime.calls import ToolCall, ToolResult
 from faultlab.runtime.events import TOOL_FAILED
 from faultlab.runtime.ledger import WorldLedger
 from faultlab.scenario import Scenario, ToolSpec
+from faultlab.scenario.timing import BodyClock
 
 __all__ = ["NestedDispatcher", "ScriptedTools", "ToolSafety", "Tools"]
 
@@ -50,6 +50,7 @@ class ScriptedTools:
         self._specs = {spec.name: spec for spec in scenario.tools}
         self.ledger = ledger
         self.started: list[str] = []  # call ids whose body started, in order
+        self._clock = BodyClock()
 
     def spec(self, name: str) -> ToolSpec | None:
         return self._specs.get(name)
@@ -64,8 +65,13 @@ class ScriptedTools:
             text = f"Tool {call.name!r} does not exist (tools: {', '.join(self._specs)})."
             return ToolResult(text, is_error=True, error_code=TOOL_FAILED)
         self.started.append(call.call_id)
-        if spec.latency_ms:
-            await asyncio.sleep(spec.latency_ms / 1000)
+        result = await self._body(spec, call, dispatcher)
+        self._clock.returned(spec.name)
+        return result
+
+    async def _body(self, spec: ToolSpec, call: ToolCall,
+                    dispatcher: NestedDispatcher) -> ToolResult:  # fmt: skip
+        await self._clock.latency(spec)
         if spec.asks_retry(call.arguments):  # rejected before any nested call or effect
             return ToolResult(spec.retry_message, is_error=True, error_code=TOOL_FAILED)
         for nested in spec.calls:

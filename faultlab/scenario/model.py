@@ -127,6 +127,11 @@ class ToolSpec:
     fails: bool = False
     observes: str | None = None
     calls: tuple[NestedCall, ...] = ()
+    # Another tool: the body's latency ends early, as soon as a body of that
+    # tool has returned in the same run (`latency_ms` stays the longest it
+    # waits).  Orders two bodies by an event instead of two timers; a runtime
+    # that ignores it waits the whole latency, with the same results.
+    returns_after: str | None = None
     # Arguments a call must include (all of them, equal) to be rejected:
     # the body asks the model to call again instead of running (pydantic-ai:
     # `ModelRetry`; elsewhere an error result, code TOOL_FAILED).

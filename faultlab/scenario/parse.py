@@ -58,6 +58,7 @@ _TOP_KEYS = (
 _TOOL_KEYS = (
     "read_only", "idempotent", "parallel_safe", "accepts_idempotency_key", "effect",
     "latency_ms", "result", "fails", "observes", "calls", "retry_if",
+    "returns_after",
 )  # fmt: skip
 _TURN_KEYS = ("user", "steps")
 _STEP_KEYS = (*_CONTENT_KEYS, "delay_ms", "chunk_delay_ms", "branches")
@@ -187,7 +188,21 @@ def _tool(name: str, t: Table, names: Sequence[str]) -> ToolSpec:
         observes=observes,
         calls=tuple(NestedCall(tool, args) for tool, args in _calls(t, "calls", names)),
         retry_if=copy.deepcopy(retry_if),
+        returns_after=_returns_after(t, name, names),
     )
+
+
+def _returns_after(t: Table, name: str, names: Sequence[str]) -> str | None:
+    other = t.get("returns_after", str)
+    if other is None:
+        return None
+    other = t.ctx.check_tool(t.at("returns_after"), other, names)
+    if other == name:
+        raise t.ctx.error(t.at("returns_after"), "a tool cannot wait for its own return")
+    if not t.integer("latency_ms", 0):
+        problem = "needs a latency_ms: the longest the body waits for that tool's return"
+        raise t.ctx.error(t.at("returns_after"), problem)
+    return other
 
 
 def _calls(t: Table, key: str, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:

@@ -49,7 +49,9 @@ def test_generated_power_cases_get_a_traced_run_and_the_others_do_not(tmp_path: 
     runs = DryRuns(LabOptions(lab.make_target(), tmp_path, 60.0, "fork", trace=False))
     seen: list[tuple[str, str]] = []
 
-    @settings(max_examples=12, deadline=None, database=None,
+    # derandomize: a random run drew only one of the two faults in 12
+    # examples once (a suite run at load 6); the draws are fixed instead.
+    @settings(max_examples=12, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(cases_on(runs, st.just(chat()), ("sigkill", "power-loss")))
     def collect(generated: GeneratedCase) -> None:

@@ -9,11 +9,14 @@
 #   no call of a group with a sleeper waits for a slot;
 # - one exception, the *nested group* (`_NESTED`, at most one per scenario):
 #   a parallel group [outer, tick, tock] with a pool of exactly 2, where
-#   `outer` (0 ms) calls `inner` (300 ms, not parallel-safe) and `tick`
-#   sleeps 30 ms; `tock` waits for tick's slot, so its checkpoint (at ~30 ms)
-#   flushes the nested tool/call while inner still sleeps: the nested call is
-#   durable and unanswered at a kill point under `semantic`.  Only two timers
-#   run (30 ms, 300 ms: far apart), so the order holds on a loaded machine;
+#   `outer` (0 ms) calls `inner` (not parallel-safe) and `tick` sleeps 30
+#   ms; `tock` waits for tick's slot, so its checkpoint (at ~30 ms) flushes
+#   the nested tool/call while inner still runs: the nested call is durable
+#   and unanswered at a kill point under `semantic`.  Inner returns once
+#   tock's body has returned (`returns_after`), at most 300 ms: ordered by
+#   an event, not a second timer, so the order holds on a loaded machine and
+#   the group costs tick's 30 ms, not 300 (a runtime that ignores
+#   `returns_after` waits the 300 ms, as it did before it was added);
 #   in such a scenario the random parallel-safe tools sleep 0 ms (the pool of
 #   2 must not queue a sleeper) and random steps never call the group's tools;
 # - nested calls only go to tools defined earlier (no cycles);
@@ -144,7 +147,8 @@ def _tools(draw: st.DrawFn, limits: Limits, nested_group: bool) -> tuple[ToolSpe
 def _nested_group_tools(result: str) -> list[ToolSpec]:
     """The nested group's tools, all read-only: a careful model may retry them
     after repair without duplicating an effect."""
-    inner = ToolSpec(name=_INNER, read_only=True, latency_ms=_INNER_LATENCY_MS, result=result)
+    inner = ToolSpec(name=_INNER, read_only=True, latency_ms=_INNER_LATENCY_MS, result=result,
+                     returns_after=_NESTED[2])  # fmt: skip
     outer, tick, tock = (
         ToolSpec(name=name, read_only=True, parallel_safe=True, latency_ms=latency, result="ok",
                  calls=(NestedCall(_INNER, {}),) if name == "outer" else ())

@@ -5,7 +5,6 @@
 # here: the command line loads this before it knows its input is good.
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from typing import Any
 
 from faultlab.lab.servers.ledger import LedgerWriter
 from faultlab.scenario import Scenario, ToolSpec
+from faultlab.scenario.timing import BodyClock
 
 __all__ = [
     "EXIT_GATE_CLOSED",
@@ -137,6 +137,7 @@ class ToolRunner:
         self._ledger = ledger
         self._reach = reach
         self._ids = itertools.count(1)
+        self._clock = BodyClock()
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolCallOutcome:
         """Run one call.  What a closed gate does is `reach`'s business (the
@@ -149,8 +150,7 @@ class ToolRunner:
             text = f"Tool {name!r} does not exist (tools: {', '.join(self._specs)})."
             return ToolCallOutcome(text, True, {"callId": call_id, "tool": name, "isError": True,
                                                 "text": text})  # fmt: skip
-        if spec.latency_ms:
-            await asyncio.sleep(spec.latency_ms / 1000)
+        await self._clock.latency(spec)
         for k, nested in enumerate(spec.calls, 1):
             # A tool body's own calls run inside it: their effects land in the
             # ledger, under the parent's call id; they are not MCP calls.
@@ -163,6 +163,7 @@ class ToolRunner:
         text = spec.result or "ok"
         if spec.observes is not None:
             text = f"{text}: {self._ledger.count(spec.observes)} {spec.observes} effect(s) applied"
+        self._clock.returned(name)
         return ToolCallOutcome(text, spec.fails, {"callId": call_id, "tool": name,
                                                   "isError": spec.fails, "text": text})  # fmt: skip
 

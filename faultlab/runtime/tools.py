@@ -65,6 +65,7 @@ class ScriptedTools:
             text = f"Tool {call.name!r} does not exist (tools: {', '.join(self._specs)})."
             return ToolResult(text, is_error=True, error_code=TOOL_FAILED)
         self.started.append(call.call_id)
+        self._clock.started(spec.name)
         result = await self._body(spec, call, dispatcher)
         self._clock.returned(spec.name)
         return result

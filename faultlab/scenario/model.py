@@ -132,6 +132,8 @@ class ToolSpec:
     # waits).  Orders two bodies by an event instead of two timers; a runtime
     # that ignores it waits the whole latency, with the same results.
     returns_after: str | None = None
+    # The same, ending as soon as a body of that tool has started.
+    returns_after_start: str | None = None
     # Arguments a call must include (all of them, equal) to be rejected:
     # the body asks the model to call again instead of running (pydantic-ai:
     # `ModelRetry`; elsewhere an error result, code TOOL_FAILED).

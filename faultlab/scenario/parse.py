@@ -58,7 +58,7 @@ _TOP_KEYS = (
 _TOOL_KEYS = (
     "read_only", "idempotent", "parallel_safe", "accepts_idempotency_key", "effect",
     "latency_ms", "result", "fails", "observes", "calls", "retry_if",
-    "returns_after",
+    "returns_after", "returns_after_start",
 )  # fmt: skip
 _TURN_KEYS = ("user", "steps")
 _STEP_KEYS = (*_CONTENT_KEYS, "delay_ms", "chunk_delay_ms", "branches")
@@ -188,20 +188,23 @@ def _tool(name: str, t: Table, names: Sequence[str]) -> ToolSpec:
         observes=observes,
         calls=tuple(NestedCall(tool, args) for tool, args in _calls(t, "calls", names)),
         retry_if=copy.deepcopy(retry_if),
-        returns_after=_returns_after(t, name, names),
+        returns_after=_returns_after(t, "returns_after", name, names),
+        returns_after_start=_returns_after(t, "returns_after_start", name, names),
     )
 
 
-def _returns_after(t: Table, name: str, names: Sequence[str]) -> str | None:
-    other = t.get("returns_after", str)
+def _returns_after(t: Table, key: str, name: str, names: Sequence[str]) -> str | None:
+    other = t.get(key, str)
     if other is None:
         return None
-    other = t.ctx.check_tool(t.at("returns_after"), other, names)
+    other = t.ctx.check_tool(t.at(key), other, names)
     if other == name:
-        raise t.ctx.error(t.at("returns_after"), "a tool cannot wait for its own return")
+        raise t.ctx.error(t.at(key), "a tool cannot wait for its own body")
     if not t.integer("latency_ms", 0):
-        problem = "needs a latency_ms: the longest the body waits for that tool's return"
-        raise t.ctx.error(t.at("returns_after"), problem)
+        problem = "needs a latency_ms: the longest the body waits for that tool's body"
+        raise t.ctx.error(t.at(key), problem)
+    if key == "returns_after_start" and t.get("returns_after", str) is not None:
+        raise t.ctx.error(t.at(key), "give returns_after or returns_after_start, not both")
     return other
 
 

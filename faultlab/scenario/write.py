@@ -108,8 +108,9 @@ def _tool(spec: ToolSpec) -> list[str]:
         lines.append(f"effect = {_string(spec.effect)}")
     if spec.latency_ms:
         lines.append(f"latency_ms = {spec.latency_ms}")
-    if spec.returns_after is not None:
-        lines.append(f"returns_after = {_string(spec.returns_after)}")
+    for key in ("returns_after", "returns_after_start"):
+        if (other := getattr(spec, key)) is not None:
+            lines.append(f"{key} = {_string(other)}")
     # The parser's default result is "ok"; the dataclass's is "": write it always.
     lines.append(f"result = {_string(spec.result)}")
     if spec.observes is not None:

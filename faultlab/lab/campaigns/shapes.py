@@ -9,14 +9,14 @@
 #   no call of a group with a sleeper waits for a slot;
 # - one exception, the *nested group* (`_NESTED`, at most one per scenario):
 #   a parallel group [outer, tick, tock] with a pool of exactly 2, where
-#   `outer` (0 ms) calls `inner` (not parallel-safe) and `tick` sleeps 30
-#   ms; `tock` waits for tick's slot, so its checkpoint (at ~30 ms) flushes
-#   the nested tool/call while inner still runs: the nested call is durable
-#   and unanswered at a kill point under `semantic`.  Inner returns once
-#   tock's body has returned (`returns_after`), at most 300 ms: ordered by
-#   an event, not a second timer, so the order holds on a loaded machine and
-#   the group costs tick's 30 ms, not 300 (a runtime that ignores
-#   `returns_after` waits the 300 ms, as it did before it was added);
+#   `outer` (0 ms) calls `inner` (not parallel-safe) and `tick` returns once
+#   inner's body has started (inner's call is durable then); `tock` waits for
+#   tick's slot, so its checkpoint flushes the nested tool/call while inner
+#   still runs: the nested call is durable and unanswered at a kill point
+#   under `semantic`.  Inner returns once tock's body has returned.  Both
+#   waits are events (`returns_after_start`, `returns_after`), bounded by
+#   timers of 30 and 300 ms that a runtime ignoring the two fields waits out
+#   instead (far apart, so the order holds on a loaded machine there too);
 #   in such a scenario the random parallel-safe tools sleep 0 ms (the pool of
 #   2 must not queue a sleeper) and random steps never call the group's tools;
 # - nested calls only go to tools defined earlier (no cycles);
@@ -151,7 +151,8 @@ def _nested_group_tools(result: str) -> list[ToolSpec]:
                      returns_after=_NESTED[2])  # fmt: skip
     outer, tick, tock = (
         ToolSpec(name=name, read_only=True, parallel_safe=True, latency_ms=latency, result="ok",
-                 calls=(NestedCall(_INNER, {}),) if name == "outer" else ())
+                 calls=(NestedCall(_INNER, {}),) if name == "outer" else (),
+                 returns_after_start=_INNER if name == "tick" else None)
         for name, latency in zip(_NESTED, (0, 30, 0), strict=True)
     )  # fmt: skip
     return [inner, outer, tick, tock]

@@ -150,6 +150,7 @@ class ToolRunner:
             text = f"Tool {name!r} does not exist (tools: {', '.join(self._specs)})."
             return ToolCallOutcome(text, True, {"callId": call_id, "tool": name, "isError": True,
                                                 "text": text})  # fmt: skip
+        self._clock.started(name)
         await self._clock.latency(spec)
         for k, nested in enumerate(spec.calls, 1):
             # A tool body's own calls run inside it: their effects land in the

@@ -8,12 +8,9 @@
 # once per exploration (once per example in a fuzz campaign), not per case.
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,24 +58,23 @@ def syscall_trace(quick: bool, *, say: Say = quiet) -> SyscallTrace:
     facts = 0
     where = Path(tempfile.mkdtemp(prefix="faultlab-bench-trace-"))
     try:
-        # Each traced run really traced: the cache of traced runs (tracecache.py)
-        # would serve every round after the first, and this section would time
-        # a cache hit (benchmarks/trace_cache.py measures the cache itself).
-        with _trace_cache_off():
-            for _ in range(rounds):
-                for kind in times:  # interleaved: a load spike hits every kind alike
-                    options = LabOptions(
-                        reference_target(), where / kind, 60.0,
-                        "fork" if kind in ("fork", "traced-fork") else "exec",
-                        ground_truth="syscalls" if kind.startswith("traced") else "facts",
-                    )  # fmt: skip
-                    began, cpu_began = time.perf_counter(), _lab_cpu_seconds()
-                    reference = run_reference(path, scenario, options)
-                    times[kind].append(time.perf_counter() - began)
-                    cpu[kind].append(_lab_cpu_seconds() - cpu_began)
-                    if reference.returncode != 0:
-                        raise BenchError(f"the {kind} reference run failed: {reference.stderr}")
-                    facts = max(facts, len(reference.syscalls))
+        for _ in range(rounds):
+            for kind in times:  # interleaved: a load spike hits every kind alike
+                options = LabOptions(
+                    reference_target(), where / kind, 60.0,
+                    "fork" if kind in ("fork", "traced-fork") else "exec",
+                    ground_truth="syscalls" if kind.startswith("traced") else "facts",
+                    # every traced run traced anew: a cache hit (tracecache.py)
+                    # is benchmarks/trace_cache.py's figure, not this one
+                    trace_cache=False,
+                )  # fmt: skip
+                began, cpu_began = time.perf_counter(), _lab_cpu_seconds()
+                reference = run_reference(path, scenario, options)
+                times[kind].append(time.perf_counter() - began)
+                cpu[kind].append(_lab_cpu_seconds() - cpu_began)
+                if reference.returncode != 0:
+                    raise BenchError(f"the {kind} reference run failed: {reference.stderr}")
+                facts = max(facts, len(reference.syscalls))
     finally:
         shutil.rmtree(where, ignore_errors=True)
     traced = median(times["traced"])
@@ -99,18 +95,3 @@ def syscall_trace(quick: bool, *, say: Say = quiet) -> SyscallTrace:
             cpu_median["traced"] / max(cpu_median["traced-fork"], 1e-6), 2
         ),
     )
-
-
-@contextlib.contextmanager
-def _trace_cache_off() -> Iterator[None]:
-    from faultlab.lab.process.tracecache import ENV_TRACE_CACHE
-
-    before = os.environ.get(ENV_TRACE_CACHE)
-    os.environ[ENV_TRACE_CACHE] = "off"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(ENV_TRACE_CACHE, None)
-        else:
-            os.environ[ENV_TRACE_CACHE] = before

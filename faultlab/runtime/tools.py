@@ -1,6 +1,7 @@
-# Scripted tool bodies: latency (scenario/timing.py), nested calls (through the dispatcher, so they
-# pass the `tools/execute` chain and carry their parent's call id), the side
-# effect in the world ledger, and the scripted result.
+# Scripted tool bodies: latency (scenario/timing.py), nested calls (through
+# the dispatcher, so they pass the `tools/execute` chain and carry their
+# parent's call id), the side effect in the world ledger, and the scripted
+# result.
 from __future__ import annotations
 
 from typing import Any, Protocol

@@ -4,10 +4,14 @@
 # "safe" or "race" at each delay the grid ran; the bisection's lag line) and
 # whether they agree: each race and each loss the grid saw must be seen by the
 # bisection too, at a delay within the grid's neighbours.  Then the cases each
-# ran, their ratio, and the bisection's lag table (docs/agents.md).
+# ran, their ratio, and the bisection's lag table (docs/agents.md).  With
+# --baseline the grid runs twice and the second is compared with the first the
+# same way: an agent whose outcomes are races does not give the same findings
+# twice, and how often it does is the bar the bisection is held to.
 #
 #   python benchmarks/bisect_agents.py --agent claude-code [--scenario PATH]
-#       [--repeats 3] [--jobs 2] [--grid 0,50,200,1000] [-k EXPR] [--out reports/bisect-A.json]
+#       [--repeats 3] [--jobs 2] [--grid 0,50,200,1000] [-k EXPR] [--baseline]
+#       [--out reports/bisect-A.json]
 from __future__ import annotations
 
 import argparse
@@ -73,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", default="0,50,200,1000")
     parser.add_argument("--faults", default="sigkill")
     parser.add_argument("-k", dest="keyword", help="only these boundaries (explore's -k)")
+    parser.add_argument("--baseline", action="store_true",
+                        help="run the grid a second time: how often the grid agrees with itself")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     delays = [int(d) for d in args.grid.split(",")]
@@ -86,6 +92,12 @@ def main(argv: list[str] | None = None) -> int:
                                  select=lab.Selection(keyword=args.keyword))  # fmt: skip
         grid_seconds = time.monotonic() - started
         print(f"grid: {len(grid.results)} case(s) in {grid_seconds:.0f} s", file=sys.stderr)
+        again = None
+        if args.baseline:
+            again = lab.explore_agent(loaded, agent=args.agent, jobs=args.jobs,
+                                      workdir=work / "g2", faults=faults, delays_ms=delays,
+                                      repeats=args.repeats,
+                                      select=lab.Selection(keyword=args.keyword))  # fmt: skip
         drive = lab.make_drive("agent", workdir=work / "b", timeout=120.0, agent=args.agent)
         started = time.monotonic()
         bisected = lab.bisect_delays(drive, loaded, faults=faults, jobs=args.jobs,
@@ -107,6 +119,14 @@ def main(argv: list[str] | None = None) -> int:
           f"bisection: {bisect_cases} case(s) in {bisected.rounds} round(s), "
           f"{bisect_seconds:.0f} s; cases bisection/grid {ratio:.2f}")  # fmt: skip
     print(f"same findings: {sum(a for _k, a, _w in rows)}/{len(rows)}")
+    baseline = None
+    if again is not None:  # a race seen in 1 of 3 runs is not seen every time
+        baseline = compare(_grid_lags(list(grid.results)), _grid_lags(list(again.results)))
+        for key, agree, why in baseline:
+            if not agree:
+                print(f"  grid again DIFF {key}: {why}")
+        print(f"the grid run again, same findings: {sum(a for _k, a, _w in baseline)}/"
+              f"{len(baseline)}")  # fmt: skip
     print("lag table:")
     by_boundary: dict[str, list[str]] = defaultdict(list)
     for lag in bisected.lags:
@@ -121,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             "grid": delays, "gridCases": grid_cases, "gridSeconds": grid_seconds,
             "bisectCases": bisect_cases, "bisectSeconds": bisect_seconds,
             "rows": [{"case": k, "same": a, "why": w} for k, a, w in rows],
+            "baseline": None if baseline is None else [
+                {"case": k, "same": a, "why": w} for k, a, w in baseline],
             "lags": [lag.to_json() for lag in bisected.lags],
         }, option=orjson.OPT_INDENT_2))  # fmt: skip
     return 0 if all(agree for _k, agree, _w in rows) else 1

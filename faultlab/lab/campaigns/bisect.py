@@ -2,10 +2,11 @@
 # --delays bisect`).  A real agent persists on its own timers, so whether a
 # kill loses work depends on how long after a boundary it lands.  Instead of
 # a fixed grid of delays, each (boundary occurrence, fault) is probed at 0 ms
-# and at the largest delay; wherever two neighbouring probed delays disagree
-# (their runs' outcomes differ) the delay between them is probed, until the
-# neighbours are closer than the resolution; a delay whose runs disagree among
-# themselves is a race and gets more runs.  The result is, per boundary, the
+# and at the largest delay, once each; wherever one of two neighbouring probed
+# delays was safe and the other not, one run goes between them, until the
+# neighbours are closer than the resolution; then the delays beside each
+# change get their repeats, and a delay whose runs disagree among themselves
+# is a race and gets more runs.  The result is, per boundary, the
 # agent's persistence lag: lost up to X ms after it, safe from Y ms, a race in
 # between, with the runs behind each figure.  Each round of probes is one pass
 # of the engine's worker pool (faultlab/lab/campaigns/engine.py) over the
@@ -14,6 +15,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -129,20 +131,46 @@ class _Probe:
                    {d: tuple(r) for d, r in self.runs.items() if r})  # fmt: skip
 
     def wanted(self, repeats: int, top: int, resolution: int) -> dict[int, int]:
-        """Runs to add per delay: the two ends first; then a race topped up to
-        RACE_RUNS; then the midpoint of every neighbouring pair that disagrees."""
+        """Runs to add per delay.  The search first: one run at each end, then
+        one run between every two neighbouring delays further apart than the
+        resolution where one was safe (every run kept the work) and the other
+        not.  Once it has converged, the edges get their repeats: each delay
+        beside such a change is topped up to `repeats` runs, a race to
+        RACE_RUNS; a run that loses the work at a safe edge moves the change
+        and the search goes on.  Where the ends agree, the edge is the end a
+        change would be nearest: 0 ms if both kept the work, the far end if
+        both lost it.  A delay inside a stretch of equal outcomes keeps its
+        one run: the edges' repeats stand for the stretch."""
         if not self.runs:
-            return {0: repeats, top: repeats} if top > 0 else {0: repeats}
+            return {0: 1, top: 1} if top > 0 else {0: repeats}
         lag = self.lag()
-        more = {d: max(RACE_RUNS, repeats) - len(r) for d, r in self.runs.items()
-                if lag.kind(d) == "race" and len(r) < max(RACE_RUNS, repeats)}  # fmt: skip
         delays = sorted(self.runs)
-        for low, high in itertools.pairwise(delays):
-            if high - low <= resolution:
-                continue
-            if lag.kind(low) != lag.kind(high) or lag.kind(low) == "race":
-                more.setdefault((low + high) // 2, repeats)
+        kinds = {delay: lag.kind(delay) for delay in delays}
+        changes = [(low, high) for low, high in itertools.pairwise(delays)
+                   if (kinds[low] == "safe") != (kinds[high] == "safe")]  # fmt: skip
+        search = {_between(low, high, resolution): 1
+                  for low, high in changes if high - low > resolution}  # fmt: skip
+        if search:
+            return search
+        edges = {delay for pair in changes for delay in pair}
+        if not edges:
+            edges = {delays[0] if kinds[delays[0]] == "safe" else delays[-1]}
+        more = {}
+        for delay in edges | {d for d in delays if kinds[d] == "race"}:
+            need = max(RACE_RUNS, repeats) if kinds[delay] == "race" else repeats
+            if len(self.runs[delay]) < need:
+                more[delay] = need - len(self.runs[delay])
         return more
+
+
+def _between(low: int, high: int, resolution: int) -> int:
+    """The delay probed between two that disagree: their geometric mean (with
+    `resolution` standing in for 0 ms) while the gap spans more than a
+    doubling, since agents' lags cluster in the first tens of milliseconds
+    after a boundary; the arithmetic midpoint after that."""
+    base = max(low, resolution)
+    middle = math.isqrt(base * high) if high > 2 * base else (low + high) // 2
+    return min(max(middle, low + 1), high - 1)
 
 
 def bisect_delays(

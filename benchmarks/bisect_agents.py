@@ -51,7 +51,9 @@ def _grid_lags(results: list[lab.CaseResult]) -> dict[str, Lag]:
     }
 
 
-def compare(grid: dict[str, Lag], bisected: dict[str, Lag]) -> list[tuple[str, bool, str]]:
+def compare(
+    grid: dict[str, Lag], bisected: dict[str, Lag], *, label: str = "bisection"
+) -> list[tuple[str, bool, str]]:
     """(case, agree, why) per grid entry: the bisection agrees when it saw a
     loss wherever the grid did and a race wherever the grid did (at any
     delay), and saw no loss the grid's safe delays rule out."""
@@ -59,11 +61,11 @@ def compare(grid: dict[str, Lag], bisected: dict[str, Lag]) -> list[tuple[str, b
     for key, seen in sorted(grid.items()):
         found = bisected.get(key)
         if found is None:
-            rows.append((key, False, "not probed by the bisection"))
+            rows.append((key, False, f"not probed by the {label}"))
             continue
         mine, theirs = set(_kinds(seen).values()), set(_kinds(found).values())
         missing = [k for k in ("lost", "race") if k in mine and k not in theirs]
-        why = f"grid {_kinds(seen)}; bisection {found.summary().split(': ', 1)[1]}"
+        why = f"grid {_kinds(seen)}; {label} {found.summary().split(': ', 1)[1]}"
         rows.append((key, not missing, why if not missing else f"missed {missing}: {why}"))
     return rows
 
@@ -121,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"same findings: {sum(a for _k, a, _w in rows)}/{len(rows)}")
     baseline = None
     if again is not None:  # a race seen in 1 of 3 runs is not seen every time
-        baseline = compare(_grid_lags(list(grid.results)), _grid_lags(list(again.results)))
+        baseline = compare(_grid_lags(list(grid.results)), _grid_lags(list(again.results)),
+                           label="grid again")  # fmt: skip
         for key, agree, why in baseline:
             if not agree:
                 print(f"  grid again DIFF {key}: {why}")

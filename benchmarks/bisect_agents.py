@@ -88,18 +88,18 @@ def main(argv: list[str] | None = None) -> int:
     loaded = lab.load_scenarios([args.scenario])
     with tempfile.TemporaryDirectory(prefix="faultlab-bisect-bench-") as scratch:
         work = Path(scratch)
+
+        def run_grid(where: str) -> lab.ExploreResult:
+            return lab.explore_agent(loaded, agent=args.agent, jobs=args.jobs,
+                                     workdir=work / where, faults=faults, delays_ms=delays,
+                                     repeats=args.repeats,
+                                     select=lab.Selection(keyword=args.keyword))  # fmt: skip
+
         started = time.monotonic()
-        grid = lab.explore_agent(loaded, agent=args.agent, jobs=args.jobs, workdir=work / "g",
-                                 faults=faults, delays_ms=delays, repeats=args.repeats,
-                                 select=lab.Selection(keyword=args.keyword))  # fmt: skip
+        grid = run_grid("g")
         grid_seconds = time.monotonic() - started
         print(f"grid: {len(grid.results)} case(s) in {grid_seconds:.0f} s", file=sys.stderr)
-        again = None
-        if args.baseline:
-            again = lab.explore_agent(loaded, agent=args.agent, jobs=args.jobs,
-                                      workdir=work / "g2", faults=faults, delays_ms=delays,
-                                      repeats=args.repeats,
-                                      select=lab.Selection(keyword=args.keyword))  # fmt: skip
+        again = run_grid("g2") if args.baseline else None
         drive = lab.make_drive("agent", workdir=work / "b", timeout=120.0, agent=args.agent)
         started = time.monotonic()
         bisected = lab.bisect_delays(drive, loaded, faults=faults, jobs=args.jobs,
@@ -107,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                                      keyword=args.keyword)  # fmt: skip
         bisect_seconds = time.monotonic() - started
     lags = {lag.key: lag for lag in bisected.lags}
-    rows = compare(_grid_lags(list(grid.results)), lags)
+    seen = _grid_lags(list(grid.results))
+    rows = compare(seen, lags)
     # Crash cases only: each side also runs the fault-free coverage case.
     crash = [sum(r.case.occurrence != "coverage" for r in results)
              for results in (grid.results, bisected.explored.results)]  # fmt: skip
@@ -123,8 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"same findings: {sum(a for _k, a, _w in rows)}/{len(rows)}")
     baseline = None
     if again is not None:  # a race seen in 1 of 3 runs is not seen every time
-        baseline = compare(_grid_lags(list(grid.results)), _grid_lags(list(again.results)),
-                           label="grid again")  # fmt: skip
+        baseline = compare(seen, _grid_lags(list(again.results)), label="grid again")
         for key, agree, why in baseline:
             if not agree:
                 print(f"  grid again DIFF {key}: {why}")

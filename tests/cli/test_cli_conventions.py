@@ -80,6 +80,18 @@ def test_k_keeps_the_matching_case_ids(tmp_path: Path) -> None:
 
 
 @pytest.mark.realprocess
+def test_k_never_hides_a_failed_fault_free_run(tmp_path: Path) -> None:
+    """-k names no coverage case here, yet a fault-free run that failed is
+    said by its coverage case, not as "nothing was checked"."""
+    argv = ["explore", PAYMENT, "--target", "sh -c 'exit 3'", "--faults", "torn-write",
+            "-k", "flush/written#3[torn-write]", "--report-dir", str(tmp_path)]  # fmt: skip
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 1 and "REFERENCE_FAILED" in result.stderr
+    assert "exited with status 3" in result.stderr
+    assert [c["id"] for c in cases(tmp_path)] == ["payment.toml::coverage[reference]"]
+
+
+@pytest.mark.realprocess
 def test_last_failed_reruns_only_the_newest_reports_failures(tmp_path: Path) -> None:
     code, err = explore(tmp_path, "--lf", "--no-report", "-k", "nothing-matches")
     assert f"--lf: no report in {tmp_path}: running every case" in err

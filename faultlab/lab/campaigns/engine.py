@@ -215,7 +215,11 @@ def run_exploration(
         if shard is not None:
             cases = shard.take(cases)
         if select is not None:
-            cases = [cases[i] for i in select.take([case.id for case in cases])]
+            kept = set(select.take([case.id for case in cases]))
+            # A failed fault-free run is said by its coverage case, whatever
+            # -k or --lf keeps: otherwise the user hears only "no cases".
+            cases = [case for i, case in enumerate(cases)
+                     if i in kept or _says_reference_failed(case, by_path)]  # fmt: skip
         maxfail = select.maxfail if select is not None else None
         stopped, failed = False, 0
         submitted = {
@@ -260,6 +264,10 @@ def run_exploration(
     executor.shutdown(wait=True)
     return ExploreResult(tuple(results), tuple(references), time.monotonic() - started, shard,
                          stopped=stopped)  # fmt: skip
+
+
+def _says_reference_failed(case: Case, by_path: dict[str, Reference]) -> bool:
+    return case.occurrence == COVERAGE and by_path[case.scenario].returncode != 0
 
 
 def _succeeded(future: Future[CaseResult]) -> bool:

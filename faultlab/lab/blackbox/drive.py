@@ -153,6 +153,7 @@ class _CaseRig(ServerRig):
                 self.gate.note("agent/ended", run=len(outcome.runs))
                 kill = kill or AgentKill()
                 kill.apply(process)
+                self.kill_orphaned_tools()  # as if they had been in the tree
                 outcome.at_kill = self.copy_session("at-kill")
                 self.gate.release(survivors_proceed=kill.spares_others)
                 run.killed, run.status = True, process.wait(self.options.timeout)
@@ -163,6 +164,7 @@ class _CaseRig(ServerRig):
                                f"{self.options.timeout:g} s"  # fmt: skip
         finally:
             process.close()
+            self.kill_orphaned_tools()
             # Names the agent looked up, each answered NXDOMAIN in its
             # network namespace (a vendor's telemetry, an update check).
             names = process.names_looked_up

@@ -230,11 +230,13 @@ def shared_server(
     module: str = RUNTIME_SERVER, *, ahead: int | None = None, warm: bool = True,
     arguments: Sequence[str] = (), env: Mapping[str, str] | None = None,
     cwd: str | None = None, what: str = "the fork server", key: Hashable = None,
+    pidns: bool | None = None,
 ) -> ForkServer:  # fmt: skip
     """This process's fork server of `module` with these settings (`key`,
     when given, in place of `arguments`, `env` and `cwd`: what decides which
-    requests a server may share), started on first use and closed at exit."""
-    pidns = pidns_wanted()
+    requests a server may share; `pidns`: as ForkServer's), started on first
+    use and closed at exit."""
+    pidns = pidns_wanted() if pidns is None else pidns
     shared_by = key
     if shared_by is None:
         shared_by = (tuple(arguments), cwd, tuple(sorted((env or {}).items())))

@@ -19,6 +19,7 @@ import struct
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import orjson
 from faultlab.lab.servers.points import KillPoint
 from faultlab.lab.servers.records import GateRecord, boundary_record, fact_record
 
-__all__ = ["MAX_GATE_LINE", "Gate", "GateBridge", "GateClient", "GateClosed"]
+__all__ = ["MAX_GATE_LINE", "Gate", "GateBridge", "GateClient", "GateClosed", "serve_each"]
 
 MAX_GATE_LINE = 64 << 20  # one report (a tool call's arguments travel in it)
 
@@ -124,18 +125,9 @@ class GateBridge:
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(path))
         self._listener.listen(16)
-        self._closed = False
-        self._thread = threading.Thread(target=self._accept, name="faultlab-gate", daemon=True)
+        self._thread = threading.Thread(target=serve_each, name="faultlab-gate", daemon=True,
+                                        args=(self._listener, self._serve, "faultlab-gate-conn"))
         self._thread.start()
-
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True,
-                             name="faultlab-gate-conn").start()  # fmt: skip
 
     def _serve(self, conn: socket.socket) -> None:
         # A killed server resets its connection mid-line: that ends it, quietly.
@@ -172,12 +164,22 @@ class GateBridge:
                     conn.sendall(orjson.dumps(reply, option=orjson.OPT_APPEND_NEWLINE))
 
     def close(self) -> None:
-        self._closed = True
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+
+
+def serve_each(listener: socket.socket, serve: Callable[[socket.socket], None], name: str) -> None:
+    """Accept on `listener` until it is shut down, each connection served by
+    `serve` in a daemon thread called `name`."""
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        threading.Thread(target=serve, args=(conn,), daemon=True, name=name).start()
 
 
 def _same_user(conn: socket.socket) -> bool:

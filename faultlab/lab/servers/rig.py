@@ -19,12 +19,14 @@ from typing import Any, Literal, Protocol, Self
 
 import orjson
 
+from faultlab.lab.process.forkserver import ForkServerError
 from faultlab.lab.process.scratch import owned_dir
 from faultlab.lab.read.naming import BUILT_IN_NAMING, ToolNaming
 from faultlab.lab.servers.gate import Gate, GateBridge
 from faultlab.lab.servers.model import FOREIGN_REQUEST, TOOL_NOT_OFFERED, ModelServer
 from faultlab.lab.servers.points import KillPoint
 from faultlab.lab.servers.records import GateRecord
+from faultlab.lab.servers.toolrelay import SHIM, ToolRelay, relay_wanted, tool_fork_server
 from faultlab.scenario import Scenario
 from faultlab.userfiles import read_tail
 
@@ -87,6 +89,7 @@ class ServerRig:
         self.model_url = ""  # where the model server listens, when it runs (its secret in it)
         self.model_key = ""  # the same secret, for an agent that sends it as its API key
         self.forward: dict[int, str] = {}
+        self.relays: list[ToolRelay] = []  # where forked tool servers are asked for
         if model is not None:
             # A target may get a network namespace of its own: its supervisor
             # then relays 127.0.0.1:port inside to this socket (`forward`),
@@ -109,10 +112,34 @@ class ServerRig:
         args = (scenario_path, "--ledger", str(self.ledger), "--gate", str(self.bridge.path))
         own = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
         if not own:
-            return (sys.executable, "-I", "-m", _TOOL_SERVER, *args)
-        boot = (f"import runpy, sys; sys.path[:0] = {own!r}; "
-                f"runpy.run_module({_TOOL_SERVER!r}, run_name='__main__', alter_sys=True)")
-        return (sys.executable, "-I", "-c", boot, *args)
+            command: tuple[str, ...] = (sys.executable, "-I", "-m", _TOOL_SERVER, *args)
+        else:
+            boot = (f"import runpy, sys; sys.path[:0] = {own!r}; "
+                    f"runpy.run_module({_TOOL_SERVER!r}, run_name='__main__', alter_sys=True)")
+            command = (sys.executable, "-I", "-c", boot, *args)
+        relay = self._relay(args)
+        if relay is None:
+            return command
+        # A bare interpreter that hands the agent's pipes to a tool server
+        # forked with the SDK imported (toolrelay.py); `command` if it cannot.
+        return (sys.executable, "-I", "-S", SHIM, str(relay.path), "--", *command)
+
+    def _relay(self, args: tuple[str, ...]) -> ToolRelay | None:
+        if not relay_wanted():
+            return None
+        try:
+            server = tool_fork_server()
+        except (ForkServerError, OSError):
+            return None  # the agent execs the server, as it would anyway
+        relay = ToolRelay(self._socket_dir / f"tools{len(self.relays)}", args, server)
+        self.relays.append(relay)
+        return relay
+
+    def kill_orphaned_tools(self) -> None:
+        """Kill every forked tool server whose shim is gone (the agent's tree
+        was killed), before the gate lets a held call go on."""
+        for relay in self.relays:
+            relay.kill_orphans()
 
     def outputs(self, name: str) -> tuple[Path, Path]:
         """Where child run `name` writes its stdout and its stderr."""
@@ -162,6 +189,8 @@ class ServerRig:
     def close(self) -> None:
         """Release the gate (held servers stop), stop the servers, remove the
         sockets, and write the gate's records."""
+        for relay in self.relays:
+            relay.close()
         self.gate.release()
         if self.model is not None:
             self.model.stop()

@@ -35,7 +35,10 @@ class _Child:
         return self.wait(timeout)
 
 
-def test_it_owns_the_case_directory_the_gate_and_the_records(tmp_path: Path) -> None:
+def test_it_owns_the_case_directory_the_gate_and_the_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAULTLAB_TOOL_FORK", "0")  # the tool server exec'd (toolrelay.py)
     where = tmp_path / "case"
     where.mkdir()
     (where / "stale").write_text("from an earlier run")
@@ -98,6 +101,7 @@ def test_the_tool_server_keeps_the_labs_pythonpath_not_the_agents(
     # starts the tool server, is ignored (a broken `mcptools` there too).
     repo = str(Path(__file__).resolve().parents[4])
     monkeypatch.setenv("PYTHONPATH", repo)
+    monkeypatch.setenv("FAULTLAB_TOOL_FORK", "0")  # the exec'd form, also the shim's fallback
     rig = ServerRig(tmp_path / "case", None, timeout=5)
     try:
         command = rig.tool_server("s.toml")

@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from faultlab.cli import main
-from faultlab.lab.campaigns.fuzz import fuzz_campaign
+from faultlab.lab.campaigns.fuzz import FuzzSettings, fuzz_campaign
 from faultlab.scenario import load_scenario
 from tests.conftest import once_per_run
 
@@ -129,7 +129,10 @@ def test_a_later_campaign_replays_the_saved_failure_first(turn_only: tuple[Path,
                                   "--report-dir", str(reports))  # fmt: skip
     assert code == 1 and (reports / "fuzz-db").is_dir()
     rows = cases(summary["report"])
-    assert rows[0]["example"] == 0 and rows[0]["verdict"] == "fail" and len(rows) == 1
+    # The saved example is a scenario with its batch of cases (FuzzSettings.
+    # per_scenario): replayed first, the campaign stops at its failing case.
+    assert [r["example"] for r in rows] == list(range(len(rows)))
+    assert len(rows) <= FuzzSettings().per_scenario and rows[-1]["verdict"] == "fail"
     assert summary["findings"][0]["codes"] == first["findings"][0]["codes"]
 
 

@@ -76,6 +76,9 @@ class FuzzSettings:
     # False: a failure is reported as first found (a CI gate that only needs
     # to know that something fails, not the smallest example of it).
     shrink: bool = True
+    # Examples drawn on each generated scenario (fewer if it has fewer
+    # cases): one fault-free dry run serves them all.
+    per_scenario: int = 3
 
     def __post_init__(self) -> None:
         if not isinstance(self.shrink, bool):
@@ -91,6 +94,9 @@ class FuzzSettings:
                 raise LabUsageError(f"fault {name!r} cannot be fuzzed: its cases are planned "
                                     "by running the target, not drawn")  # fmt: skip
         check_jobs(self.jobs)
+        if type(self.per_scenario) is not int or not 1 <= self.per_scenario <= 100:
+            raise LabUsageError(f"per_scenario must be 1 to 100 examples, not "
+                                f"{self.per_scenario!r}")  # fmt: skip
         if not isinstance(self.stream_size, int) or self.stream_size < 1:
             raise LabUsageError(f"stream_size must be at least 1, not {self.stream_size!r}")
         if not self.policies or any(p not in POLICIES for p in self.policies):
@@ -231,18 +237,13 @@ def _run_stream(
     runs: DryRuns, fuzz_settings: FuzzSettings,
 ) -> Finding | None:  # fmt: skip
     from faultlab.lab.campaigns import strategies
-    from faultlab.lab.campaigns.shapes import cases_on
+    from faultlab.lab.campaigns.shapes import batches_on
 
     stream_options = dataclasses.replace(options, workdir=options.workdir / f"stream-{stream}")
-    strategy = cases_on(
-        runs,
-        strategies.scenarios(
-            max_turns=fuzz_settings.max_turns,
-            max_tools=fuzz_settings.max_tools,
-            policies=fuzz_settings.policies,
-        ),
-        fuzz_settings.faults,
-    )
+    scenarios = strategies.scenarios(max_turns=fuzz_settings.max_turns,
+                                     max_tools=fuzz_settings.max_tools,
+                                     policies=fuzz_settings.policies)  # fmt: skip
+    strategy = batches_on(runs, scenarios, fuzz_settings.faults, fuzz_settings.per_scenario)
     index = 0
     found: list[tuple[GeneratedCase, CaseResult]] = []  # failing runs, the last is the smallest
     first_failure: list[CaseResult] = []
@@ -255,9 +256,13 @@ def _run_stream(
             workdir=options.workdir / f"stream-{stream}-again",
         )  # fmt: skip
 
-    def body(generated: GeneratedCase) -> None:
+    def body(batch: tuple[GeneratedCase, ...]) -> None:
+        for generated in batch:  # each case an example; the stream ends at `count`
+            one(generated)
+
+    def one(generated: GeneratedCase) -> None:
         nonlocal index, shrink_runs
-        if campaign.stopped(stream):
+        if campaign.stopped(stream) or (index >= count and not first_failure):
             raise _Stopped
         result = run_one(generated.case, generated.reference, stream_options)
         if campaign.interrupted:  # its children were killed under it: not a verdict

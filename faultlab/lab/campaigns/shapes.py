@@ -53,7 +53,7 @@ from faultlab.scenario import (
 )
 from faultlab.scenario.chunking import chunk_text
 
-__all__ = ["Limits", "cases_on", "scenario_shapes"]
+__all__ = ["Limits", "batches_on", "cases_on", "scenario_shapes"]
 
 _WORDS = (
     "ok", "done", "checking", "the", "order", "was", "charged", "now", "naïve", "café",
@@ -292,17 +292,32 @@ def cases_on(
     runs: DryRuns, scenarios: st.SearchStrategy[Scenario], faults: Sequence[str]
 ) -> st.SearchStrategy[GeneratedCase]:
     """A scenario, its dry run on `runs`' target, one applicable case."""
+    return batches_on(runs, scenarios, faults, 1).map(lambda batch: batch[0])
+
+
+def batches_on(
+    runs: DryRuns, scenarios: st.SearchStrategy[Scenario], faults: Sequence[str], size: int
+) -> st.SearchStrategy[tuple[GeneratedCase, ...]]:
+    """A scenario, its dry run on `runs`' target, and `size` distinct
+    applicable cases on it (all there are, if fewer): one dry run serves them."""
 
     @st.composite
-    def generated(draw: st.DrawFn) -> GeneratedCase:
+    def generated(draw: st.DrawFn) -> tuple[GeneratedCase, ...]:
         scenario = draw(scenarios)
         reference = runs.reference(scenario)
-        case = draw(st.sampled_from(applicable_cases(reference, faults)))
-        if case.fault in CLASSIC_FAULTS and CLASSIC_FAULTS[case.fault].needs_trace:
-            # judged on the fault-free run's system calls: that run traced
-            # (the draws above are the same either way: a JSONL target's
-            # cases do not depend on the trace)
-            reference = runs.reference(scenario, traced=True)
-        return GeneratedCase(scenario, case, reference)
+        applicable = applicable_cases(reference, faults)
+        count = min(size, len(applicable))
+        chosen = draw(st.lists(st.sampled_from(applicable), min_size=count, max_size=count,
+                               unique=True))  # fmt: skip
+        batch = []
+        for case in chosen:
+            judged_on = reference
+            if case.fault in CLASSIC_FAULTS and CLASSIC_FAULTS[case.fault].needs_trace:
+                # judged on the fault-free run's system calls: that run traced
+                # (the draws above are the same either way: a JSONL target's
+                # cases do not depend on the trace)
+                judged_on = runs.reference(scenario, traced=True)
+            batch.append(GeneratedCase(scenario, case, judged_on))
+        return tuple(batch)
 
     return generated()

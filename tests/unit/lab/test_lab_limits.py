@@ -96,3 +96,9 @@ def test_every_entry_point_refuses_zero_jobs_with_the_one_message(tmp_path: Path
             refuse()
     with pytest.raises(LabUsageError, match=f"^{JOBS}0$"):
         lab.explore_paths([PAYMENT], jobs=0, workdir=tmp_path)
+
+
+@pytest.mark.parametrize("bad", [0, 101, True, 2.0, "3"])
+def test_fuzz_refuses_a_bad_number_of_examples_per_scenario(bad: object) -> None:
+    with pytest.raises(LabUsageError, match=r"^per_scenario must be 1 to 100 examples, not "):
+        FuzzSettings(per_scenario=bad)  # type: ignore[arg-type]

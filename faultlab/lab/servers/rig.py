@@ -3,7 +3,8 @@
 # apps, faultlab/lab/apps/drive.py): the case's directory, emptied; the
 # world ledger the tools write; the gate, armed at the case's kill point,
 # and its Unix socket for the out-of-process reporters (the MCP tool server,
-# an app child); the scripted model server when the target needs one; the
+# an app child); the relays through which an agent's MCP tool servers are
+# forked (toolrelay.py); the scripted model server when the target needs one; the
 # files of each child run beside them; and, when the case closes, the gate's
 # records written to `records.jsonl`.
 from __future__ import annotations

@@ -65,6 +65,8 @@ class _Served:
     shim_pid: int
 
     def shim_gone(self) -> bool:
+        if self.shim_pid <= 0:
+            return False  # a peer this namespace cannot see: its hang-up tells
         if self.shim >= 0:
             readable, _w, _x = select.select([self.shim], [], [], 0)
             return bool(readable)
@@ -112,7 +114,11 @@ class ToolRelay:
             if served is None:
                 conn.sendall(b"exec\n")  # the shim execs the server itself
                 return
-            conn.sendall(b"forked\n")
+            try:
+                conn.sendall(b"forked\n")
+            except OSError:  # the shim is gone already: so is its server
+                self._end(served)
+                return
             conn.settimeout(None)
             threading.Thread(target=self._report_exit, args=(conn, served), daemon=True,
                              name="faultlab-tool-relay-exit").start()  # fmt: skip

@@ -14,6 +14,7 @@ import atexit
 import contextlib
 import gc
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -34,6 +35,7 @@ def _child() -> ForkChild:
     `main(argv)` on the agent's pipes, then what an interpreter does at exit."""
 
     def run(request: dict[str, Any], fds: list[int], keep: set[int]) -> int:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as an exec'd server has it
         enter_child(request, stdio=(fds[0], fds[1], fds[2]), probe=None,
                     close=keep | set(fds), program=_PROGRAM)  # fmt: skip
         os.closerange(3, MAX_FD)  # as an exec'd server has none of the server's fds
@@ -74,7 +76,14 @@ def serve(argv: list[str]) -> None:
         gc.enable()
     if threading.active_count() != 1:
         refusal = "importing the MCP SDK left threads running: a fork server must not fork them"
-    serve_requests(arguments, FD_ORDER, _child(), refusal=refusal)
+    serve_requests(arguments, FD_ORDER, _child(), refusal=refusal, prepare=_while_waiting)
+
+
+def _while_waiting() -> None:
+    """A child forked ahead, not yet anyone's server: a stray SIGINT (one
+    seen once in a long campaign, its sender not found) must not print a
+    KeyboardInterrupt traceback on the lab's stderr."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

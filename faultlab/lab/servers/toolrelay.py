@@ -163,8 +163,8 @@ class ToolRelay:
             while b"\n" in pending:
                 line, pending = pending.split(b"\n", 1)
                 number = line.removeprefix(b"signal ")
-                if number.isdigit() and int(number) in _PASSED_ON:
-                    served.process.signal(int(number))
+                if number.isdigit() and int(number) in _PASSED_ON and served.process.poll() is None:
+                    served.process.signal(int(number))  # not once it exited: its pid may be reused
             if len(pending) > 64:
                 break  # not the shim's protocol: end it
         self._end(served)

@@ -28,7 +28,8 @@ import orjson
 from faultlab.lab.servers.points import KillPoint
 from faultlab.lab.servers.records import GateRecord, boundary_record, fact_record
 
-__all__ = ["MAX_GATE_LINE", "Gate", "GateBridge", "GateClient", "GateClosed", "serve_each"]
+__all__ = ["MAX_GATE_LINE", "Gate", "GateBridge", "GateClient", "GateClosed",
+           "peer_credentials", "serve_each"]
 
 MAX_GATE_LINE = 64 << 20  # one report (a tool call's arguments travel in it)
 
@@ -182,12 +183,18 @@ def serve_each(listener: socket.socket, serve: Callable[[socket.socket], None], 
         threading.Thread(target=serve, args=(conn,), daemon=True, name=name).start()
 
 
-def _same_user(conn: socket.socket) -> bool:
-    """Whether the peer of the Unix socket `conn` runs as this user."""
+def peer_credentials(conn: socket.socket) -> tuple[int, int]:
+    """The (pid, uid) of the peer of the Unix socket `conn`, as this
+    process's PID namespace sees them (SO_PEERCRED, taken at connect time)."""
     credentials = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                   struct.calcsize("3i"))  # fmt: skip
-    uid: int = struct.unpack("3i", credentials)[1]
-    return uid == os.getuid()
+    pid, uid, _gid = struct.unpack("3i", credentials)
+    return int(pid), int(uid)
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """Whether the peer of the Unix socket `conn` runs as this user."""
+    return peer_credentials(conn)[1] == os.getuid()
 
 
 class GateClient:

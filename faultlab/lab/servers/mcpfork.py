@@ -10,17 +10,15 @@
 # containment of each child are every fork server's (faultlab/forking/serve.py).
 from __future__ import annotations
 
-import atexit
-import contextlib
 import gc
 import os
 import signal
 import sys
 import threading
-import traceback
 from typing import Any
 
 from faultlab.forking.child import MAX_FD, ForkChild, enter_child
+from faultlab.forking.script import run_main
 from faultlab.forking.serve import serve_requests, server_arguments
 
 __all__ = ["FD_ORDER", "TOOL_FORK_SERVER", "serve"]
@@ -39,23 +37,13 @@ def _child() -> ForkChild:
         enter_child(request, stdio=(fds[0], fds[1], fds[2]), probe=None,
                     close=keep | set(fds), program=_PROGRAM)  # fmt: skip
         os.closerange(3, MAX_FD)  # as an exec'd server has none of the server's fds
-        code = 1
-        try:
-            from faultlab.lab.servers import mcptools
 
-            code = mcptools.main(list(request["argv"]))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        except BaseException:
-            traceback.print_exc()
-        shutdown = getattr(threading, "_shutdown", None)
-        if shutdown is not None:
-            shutdown()
-        atexit._run_exitfuncs()
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        return int(code)
+        def main() -> int:
+            from faultlab.lab.servers import mcptools  # imported already, by the server
+
+            return mcptools.main(list(request["argv"]))
+
+        return run_main(main)
 
     return run
 

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import socket
-import struct
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +27,8 @@ from faultlab.lab.process.childproc import ChildHung
 from faultlab.lab.process.environment import trimmed_environment
 from faultlab.lab.process.forkserver import ForkServer, ForkServerError, shared_server
 from faultlab.lab.process.tree import ContainedProcess, TreeError
-from faultlab.lab.servers.gate import serve_each
+from faultlab.lab.servers.gate import peer_credentials, serve_each
+from faultlab.probe import process_gone
 
 __all__ = ["SHIM", "ToolRelay", "relay_wanted", "tool_fork_server"]
 
@@ -61,20 +60,10 @@ class _Served:
     """A tool server forked for one shim."""
 
     process: ContainedProcess
-    shim: int  # a pidfd of the shim (-1: none could be opened)
-    shim_pid: int
+    shim: int  # a pidfd of the shim (-1: none could be opened; its hang-up tells)
 
     def shim_gone(self) -> bool:
-        if self.shim_pid <= 0:
-            return False  # a peer this namespace cannot see: its hang-up tells
-        if self.shim >= 0:
-            readable, _w, _x = select.select([self.shim], [], [], 0)
-            return bool(readable)
-        try:
-            with open(f"/proc/{self.shim_pid}/stat", "rb") as stat:
-                return stat.read().rpartition(b")")[2].split()[0] in (b"Z", b"X")
-        except (OSError, IndexError):
-            return True
+        return self.shim >= 0 and process_gone(self.shim, 0)
 
 
 class ToolRelay:
@@ -97,7 +86,7 @@ class ToolRelay:
 
     def _serve(self, conn: socket.socket) -> None:
         with conn, contextlib.suppress(OSError):
-            pid, uid = _peer(conn)
+            pid, uid = peer_credentials(conn)
             if uid != os.getuid():
                 self.refused.append(f"a peer of uid {uid}")
                 return
@@ -136,9 +125,9 @@ class ToolRelay:
                 return None
             try:
                 shim = os.pidfd_open(pid)
-            except OSError:
+            except OSError:  # pid 0: a peer this namespace cannot see
                 shim = -1
-            served = _Served(process, shim, pid)
+            served = _Served(process, shim)
             self._served.append(served)
             return served
 
@@ -204,9 +193,3 @@ class ToolRelay:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
-
-def _peer(conn: socket.socket) -> tuple[int, int]:
-    """The peer's (pid, uid), as this process's PID namespace sees them."""
-    credentials = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid, uid, _gid = struct.unpack("3i", credentials)
-    return pid, uid

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -41,9 +41,9 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[ServerRig]:
         yield made
 
 
-def until(condition: object, what: str, within: float = 30.0) -> None:
+def until(condition: Callable[[], bool], what: str, within: float = 30.0) -> None:
     deadline = time.monotonic() + within
-    while not callable(condition) or not condition():
+    while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {within:g} s")
         time.sleep(0.02)
